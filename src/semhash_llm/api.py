@@ -1,0 +1,184 @@
+"""The Python API: a streaming pipeline over files and an in-memory facade.
+
+>>> from semhash_llm import deduplicate
+>>> result = deduplicate(["a cat sat on the mat", "A cat sat on the mat!", "something else"])
+>>> len(result.selected), result.duplicate_ratio
+(2, 0.333...)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from semhash_llm import __version__
+from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rss_mb
+from semhash_llm.config import PipelineConfig
+from semhash_llm.io.readers import resolve_inputs
+from semhash_llm.io.sources import FileSource, MemorySource, Source
+from semhash_llm.io.writers import write_documents, write_json, write_kept
+
+__all__ = ["DedupResult", "Deduplicator", "deduplicate"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DedupResult:
+    """What a run decided. ``documents`` is the contract table (one row per input document)."""
+
+    documents: pa.Table
+    report: dict[str, Any]
+    records: list[dict[str, Any]] | None = None
+    output_dir: Path | None = None
+    _actions: list[str] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._actions = self.documents.column("action").to_pylist()
+
+    @property
+    def num_documents(self) -> int:
+        return self.documents.num_rows
+
+    @property
+    def num_removed(self) -> int:
+        return sum(1 for a in self._actions if a == "remove")
+
+    @property
+    def duplicate_ratio(self) -> float:
+        """Share of documents removed as duplicates (skipped bad records excluded)."""
+        rel = self.documents.column("relation").to_pylist()
+        dups = sum(1 for a, r in zip(self._actions, rel) if a == "remove" and r != "skipped")
+        return dups / self.num_documents if self.num_documents else 0.0
+
+    @property
+    def exact_duplicate_ratio(self) -> float:
+        """Share of documents removed as exact duplicates."""
+        rel = self.documents.column("relation").to_pylist()
+        return sum(1 for r in rel if r == "exact") / self.num_documents if self.num_documents else 0.0
+
+    @property
+    def selected(self) -> list[dict[str, Any]]:
+        """The kept records (in-memory runs only)."""
+        if self.records is None:
+            raise ValueError("selected records are only held for in-memory runs; read kept.parquet instead")
+        return [r for r, a in zip(self.records, self._actions) if a == "keep"]
+
+    @property
+    def removed(self) -> list[dict[str, Any]]:
+        """Removed records with why: ``{"record", "duplicate_of", "relation", "score"}`` (in-memory runs)."""
+        if self.records is None:
+            raise ValueError("removed records are only held for in-memory runs; read documents.parquet instead")
+        cols = self.documents.select(["duplicate_of", "relation", "score"]).to_pylist()
+        return [
+            {"record": r, **c} for r, a, c in zip(self.records, self._actions, cols) if a == "remove"
+        ]
+
+
+def _summary(state: CascadeState) -> dict[str, Any]:
+    n = state.num_documents
+    kept = int(state.kept_mask().sum())
+    skipped = len(state.skip_reasons)
+    return {
+        "documents": n,
+        "kept": kept,
+        "removed": n - kept - skipped,
+        "skipped": skipped,
+        "exact_removed": state.funnel[1].docs_removed,
+        "near_removed": n - kept - skipped - state.funnel[1].docs_removed,
+        "clusters": state.funnel[-1].details.get("clusters", 0),
+    }
+
+
+def build_report(state: CascadeState, config: PipelineConfig, inputs: Sequence[str],
+                 extra_seconds: float = 0.0) -> dict[str, Any]:
+    """The ``report.json`` payload: summary, per-stage funnel, throughput and memory."""
+    seconds = state.seconds + extra_seconds
+    n = state.num_documents
+    return {
+        "semhash_llm_version": __version__,
+        "config_fingerprint": config.fingerprint(),
+        "inputs": list(inputs),
+        "files": state.source_names,
+        "summary": _summary(state),
+        "funnel": [s.as_dict() for s in state.funnel],
+        "seconds": round(seconds, 3),
+        "documents_per_second": round(n / seconds, 1) if seconds > 0 else None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "config": config.to_dict(),
+    }
+
+
+class Deduplicator:
+    """Run the cascade with one configuration, over files or records in memory."""
+
+    def __init__(self, config: PipelineConfig | None = None, progress: ProgressCallback | None = None) -> None:
+        self.config = config or PipelineConfig()
+        self.progress = progress
+
+    def _run(self, source: Source) -> CascadeState:
+        return Cascade(self.config, self.progress).run(source)
+
+    def run(self, inputs: Sequence[str | Path], output: str | Path) -> DedupResult:
+        """Deduplicate files/directories/globs and write the output contract into ``output``."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        files = resolve_inputs(inputs)
+        source = FileSource(files, cfg.reader)
+        out = Path(output)
+        out.mkdir(parents=True, exist_ok=True)
+        state = self._run(source)
+        table = state.documents_table()
+        t_write = time.perf_counter()
+        write_documents(out / "documents.parquet", table, cfg.output.compression_level)
+        kept_path: Path | None = None
+        kept_rows = 0
+        if cfg.output.write_kept:
+            kept: dict[int, dict[int, str]] = {}
+            mask = state.kept_mask()
+            ids = state.ids
+            for d in np.flatnonzero(mask).tolist():
+                kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ids[d].as_py()
+            if self.progress:
+                self.progress("write", 0, int(mask.sum()))
+            kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,
+                                              cfg.output.compression_level)
+            if self.progress:
+                self.progress("write", kept_rows, int(mask.sum()))
+        write_seconds = time.perf_counter() - t_write
+        report = build_report(state, cfg, [str(i) for i in inputs], extra_seconds=write_seconds)
+        report["funnel"].append({"stage": "write", "docs_in": kept_rows, "docs_out": kept_rows,
+                                 "seconds": round(write_seconds, 4), "peak_rss_mb": round(peak_rss_mb(), 1)})
+        report["seconds"] = round(time.perf_counter() - t0, 3)
+        report["documents_per_second"] = (round(state.num_documents / report["seconds"], 1)
+                                          if report["seconds"] > 0 else None)
+        report["outputs"] = {"documents": "documents.parquet",
+                             "kept": kept_path.name if kept_path else None, "kept_rows": kept_rows}
+        write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
+                                         "semhash_llm_version": __version__})
+        write_json(out / "report.json", report)
+        logger.info("deduplicated %d documents in %.1fs: %s", state.num_documents, report["seconds"],
+                    report["summary"])
+        return DedupResult(documents=table, report=report, output_dir=out)
+
+    def deduplicate(self, records: Iterable[Mapping[str, Any] | str]) -> DedupResult:
+        """Deduplicate records held in memory (mappings with the text field, or strings)."""
+        source = MemorySource(records, self.config.reader)
+        state = self._run(source)
+        report = build_report(state, self.config, ["<records>"])
+        return DedupResult(documents=state.documents_table(), report=report, records=source.items)
+
+
+def deduplicate(
+    records: Iterable[Mapping[str, Any] | str],
+    config: PipelineConfig | None = None,
+    progress: ProgressCallback | None = None,
+) -> DedupResult:
+    """Deduplicate records in memory with ``config`` (defaults: Bloom exact + MinHash LSH at 0.8)."""
+    return Deduplicator(config, progress).deduplicate(records)

@@ -1,0 +1,346 @@
+"""Frozen, validated configuration for every stage of the cascade.
+
+One dataclass per component, nested into :class:`PipelineConfig`. The same object is built
+from Python, from a TOML file (``--config``) and from CLI flags, validated once in
+``__post_init__``, and fingerprinted (:meth:`PipelineConfig.fingerprint`) so that every
+output records exactly which settings produced it.
+
+Errors follow one template::
+
+    The 'threshold' parameter of MinHashConfig must be a float in (0, 1]. Got 1.3 instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+__all__ = [
+    "ConfigError",
+    "ReaderConfig",
+    "NormalizeConfig",
+    "ShingleConfig",
+    "BloomConfig",
+    "MinHashConfig",
+    "SelectConfig",
+    "OutputConfig",
+    "PipelineConfig",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message says what, what was expected and the fix."""
+
+
+def _fail(owner: str, name: str, expected: str, got: object, fix: str = "") -> None:
+    message = f"The '{name}' parameter of {owner} must be {expected}. Got {got!r} instead."
+    if fix:
+        message += f" {fix}"
+    raise ConfigError(message)
+
+
+def _check_int(owner: str, name: str, value: object, lo: int, hi: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi is not None and value > hi):
+        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        _fail(owner, name, f"an int {rng}" if hi is None else f"an int in {rng}", value)
+
+
+def _check_float(
+    owner: str, name: str, value: object, lo: float, hi: float, lo_open: bool = False
+) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        v = float(value)  # type: ignore[arg-type]
+        ok = (v > lo if lo_open else v >= lo) and v <= hi
+    if not ok:
+        _fail(owner, name, f"a float in {'(' if lo_open else '['}{lo}, {hi}]", value)
+
+
+def _check_choice(owner: str, name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        _fail(owner, name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+
+def _check_bool(owner: str, name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        _fail(owner, name, "a bool (true or false)", value)
+
+
+def _check_str(owner: str, name: str, value: object, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str) or not value:
+        _fail(owner, name, "a non-empty string" + (" or None" if allow_none else ""), value)
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """How input records are read.
+
+    ``on_error='raise'`` stops at the first bad record with an error naming the file, the
+    line (or row) and the field; ``'skip'`` goes on, and every skipped record still appears
+    in ``documents.parquet`` with its reason and is counted in ``report.json``.
+    """
+
+    text_field: str = "text"
+    id_field: str = "id"
+    on_error: Literal["raise", "skip"] = "raise"
+    max_doc_chars: int = 10_000_000
+    batch_size: int = 8192
+
+    def __post_init__(self) -> None:
+        _check_str("ReaderConfig", "text_field", self.text_field)
+        _check_str("ReaderConfig", "id_field", self.id_field)
+        _check_choice("ReaderConfig", "on_error", self.on_error, ("raise", "skip"))
+        _check_int("ReaderConfig", "max_doc_chars", self.max_doc_chars, 1)
+        _check_int("ReaderConfig", "batch_size", self.batch_size, 1, 10_000_000)
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    """Text normalization applied before hashing (never to the text that is written out).
+
+    ``unicode_form`` folds compatibility characters (NFKC turns full-width letters and
+    ligatures into their plain forms); ``lowercase`` applies Unicode case folding;
+    ``strip_punctuation`` treats punctuation and symbols as separators. Whitespace is always
+    folded: any run of separators is one token boundary.
+    """
+
+    unicode_form: Literal["NFKC", "NFC", "none"] = "NFKC"
+    lowercase: bool = True
+    strip_punctuation: bool = True
+
+    def __post_init__(self) -> None:
+        _check_choice("NormalizeConfig", "unicode_form", self.unicode_form, ("NFKC", "NFC", "none"))
+        _check_bool("NormalizeConfig", "lowercase", self.lowercase)
+        _check_bool("NormalizeConfig", "strip_punctuation", self.strip_punctuation)
+
+
+@dataclass(frozen=True)
+class ShingleConfig:
+    """Shingles for MinHash.
+
+    Text in space-separated scripts gives word ``ngram``-grams. Scripts written without
+    spaces (Chinese, Japanese, Thai, Lao, Khmer, Myanmar) are split into single characters,
+    and a document whose tokens are mostly such characters gets character ``char_ngram``-grams.
+    A document with fewer tokens than n gets one shingle made of all its tokens.
+    """
+
+    ngram: int = 5
+    char_ngram: int = 5
+
+    def __post_init__(self) -> None:
+        _check_int("ShingleConfig", "ngram", self.ngram, 1, 32)
+        _check_int("ShingleConfig", "char_ngram", self.char_ngram, 1, 32)
+
+
+@dataclass(frozen=True)
+class BloomConfig:
+    """Stage 1: exact duplicates of the normalized text, through a Bloom filter.
+
+    The filter holds a 128-bit digest of the normalized text. It is sized from
+    ``expected_documents`` and ``fp_rate``; when the count is unknown (``None``) the filter
+    grows (a scalable Bloom filter: each new slice doubles the capacity and halves the
+    false-positive rate, so the total stays under ``2 * fp_rate``). Every hit is confirmed
+    against the full 128-bit digest, so a false positive never deletes a document.
+    """
+
+    enabled: bool = True
+    fp_rate: float = 1e-6
+    expected_documents: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_bool("BloomConfig", "enabled", self.enabled)
+        _check_float("BloomConfig", "fp_rate", self.fp_rate, 0.0, 0.5, lo_open=True)
+        if self.expected_documents is not None:
+            _check_int("BloomConfig", "expected_documents", self.expected_documents, 1)
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    """MinHash signatures and LSH banding for near duplicates.
+
+    A pair with Jaccard similarity ``s`` becomes a candidate with probability
+    ``P(candidate) = 1 - (1 - s**r)**b`` for ``b = num_bands`` bands of ``r = rows_per_band``
+    rows. Give both, or neither: then they are derived from ``threshold`` by minimizing
+    ``fp_weight * (false-positive area) + fn_weight * (false-negative area)`` under the
+    S-curve, with ``b * r <= num_perm``. Candidates are confirmed when their estimated
+    Jaccard similarity (the share of equal signature slots) is at least ``threshold``.
+
+    Buckets with more than ``max_bucket_size`` members are never expanded into all pairs:
+    each member is linked to one representative and verified against it, so a page copied a
+    million times costs a million comparisons.
+    """
+
+    enabled: bool = True
+    num_perm: int = 128
+    threshold: float = 0.8
+    num_bands: int | None = None
+    rows_per_band: int | None = None
+    fp_weight: float = 0.5
+    fn_weight: float = 0.5
+    max_bucket_size: int = 32
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        owner = "MinHashConfig"
+        _check_bool(owner, "enabled", self.enabled)
+        _check_int(owner, "num_perm", self.num_perm, 2, 1024)
+        _check_float(owner, "threshold", self.threshold, 0.0, 1.0, lo_open=True)
+        _check_float(owner, "fp_weight", self.fp_weight, 0.0, 1.0)
+        _check_float(owner, "fn_weight", self.fn_weight, 0.0, 1.0)
+        if self.fp_weight + self.fn_weight <= 0:
+            _fail(owner, "fn_weight", "positive when fp_weight is 0", self.fn_weight)
+        _check_int(owner, "max_bucket_size", self.max_bucket_size, 2)
+        _check_int(owner, "seed", self.seed, 0, 2**63 - 1)
+        if (self.num_bands is None) != (self.rows_per_band is None):
+            _fail(
+                owner,
+                "num_bands" if self.num_bands is None else "rows_per_band",
+                "set together with "
+                + ("'rows_per_band'" if self.num_bands is None else "'num_bands'"),
+                None,
+                "Give both num_bands and rows_per_band, or neither to derive them from threshold.",
+            )
+        if self.num_bands is not None and self.rows_per_band is not None:
+            _check_int(owner, "num_bands", self.num_bands, 1)
+            _check_int(owner, "rows_per_band", self.rows_per_band, 1)
+            if self.num_bands * self.rows_per_band > self.num_perm:
+                raise ConfigError(
+                    f"The product of num_bands ({self.num_bands}) and rows_per_band "
+                    f"({self.rows_per_band}) of MinHashConfig must be at most num_perm "
+                    f"({self.num_perm}). Got {self.num_bands * self.rows_per_band} instead. "
+                    "Did you forget to raise num_perm?"
+                )
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    """Which document of a duplicate cluster survives.
+
+    ``first``: the earliest in input order. ``longest``: the longest raw text (ties: the
+    earliest). ``priority``: the highest (``priority_order='desc'``) or lowest value of the
+    numeric metadata field ``priority_field`` (missing values rank last; ties: the earliest).
+    """
+
+    keep: Literal["first", "longest", "priority"] = "first"
+    priority_field: str | None = None
+    priority_order: Literal["desc", "asc"] = "desc"
+
+    def __post_init__(self) -> None:
+        _check_choice("SelectConfig", "keep", self.keep, ("first", "longest", "priority"))
+        _check_str("SelectConfig", "priority_field", self.priority_field, allow_none=True)
+        _check_choice("SelectConfig", "priority_order", self.priority_order, ("desc", "asc"))
+        if self.keep == "priority" and self.priority_field is None:
+            _fail(
+                "SelectConfig",
+                "priority_field",
+                "set when keep='priority'",
+                None,
+                "Name the numeric metadata field to rank by, e.g. --priority-field quality.",
+            )
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """What is written besides ``documents.parquet`` and ``report.json``."""
+
+    format: Literal["parquet", "jsonl"] = "parquet"
+    write_kept: bool = True
+    compression_level: int = 3
+
+    def __post_init__(self) -> None:
+        _check_choice("OutputConfig", "format", self.format, ("parquet", "jsonl"))
+        _check_bool("OutputConfig", "write_kept", self.write_kept)
+        _check_int("OutputConfig", "compression_level", self.compression_level, 1, 22)
+
+
+_SECTIONS: dict[str, type] = {
+    "reader": ReaderConfig,
+    "normalize": NormalizeConfig,
+    "shingle": ShingleConfig,
+    "bloom": BloomConfig,
+    "minhash": MinHashConfig,
+    "select": SelectConfig,
+    "output": OutputConfig,
+}
+
+# Sections whose settings do not change which documents are removed; they are left out of
+# the fingerprint so that, e.g., writing JSONL instead of Parquet keeps the same fingerprint.
+_NOT_FINGERPRINTED = {"output"}
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The whole cascade's configuration: one frozen section per component."""
+
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    shingle: ShingleConfig = field(default_factory=ShingleConfig)
+    bloom: BloomConfig = field(default_factory=BloomConfig)
+    minhash: MinHashConfig = field(default_factory=MinHashConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def __post_init__(self) -> None:
+        for name, cls in _SECTIONS.items():
+            value = getattr(self, name)
+            if not isinstance(value, cls):
+                _fail("PipelineConfig", name, f"a {cls.__name__}", value)
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "config") -> PipelineConfig:
+        """Build from nested mappings ``{"minhash": {"threshold": 0.7}, ...}``."""
+        return cls().with_overrides(data, source=source)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> PipelineConfig:
+        """Build from a TOML file with one table per section (``[minhash]``, ``[bloom]``, ...)."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"Config file not found: {p}. Pass an existing TOML file to --config.") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"Config file {p} is not valid TOML: {exc}.") from None
+        return cls.from_dict(data, source=str(p))
+
+    def with_overrides(self, data: Mapping[str, Any], source: str = "overrides") -> PipelineConfig:
+        """Return a copy with the given sections' keys replaced; unknown keys are errors."""
+        updates: dict[str, Any] = {}
+        for section, values in data.items():
+            if section not in _SECTIONS:
+                raise ConfigError(
+                    f"Unknown section [{section}] in {source}. Expected one of: "
+                    + ", ".join(sorted(_SECTIONS))
+                    + "."
+                )
+            if not isinstance(values, Mapping):
+                raise ConfigError(f"Section [{section}] in {source} must be a table of keys, got {values!r}.")
+            current = getattr(self, section)
+            allowed = {f.name for f in fields(current)}
+            unknown = sorted(set(values) - allowed)
+            if unknown:
+                raise ConfigError(
+                    f"Unknown key(s) {', '.join(repr(u) for u in unknown)} in section [{section}] of "
+                    f"{source}. Expected any of: {', '.join(sorted(allowed))}."
+                )
+            updates[section] = dataclasses.replace(current, **dict(values))
+        return dataclasses.replace(self, **updates)
+
+    # ------------------------------------------------------------------ views
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """A plain nested dict (JSON/TOML friendly)."""
+        return {name: dataclasses.asdict(getattr(self, name)) for name in _SECTIONS}
+
+    def fingerprint(self) -> str:
+        """A stable SHA-256 (hex, 16 chars) of every setting that changes the decisions."""
+        payload = {k: v for k, v in self.to_dict().items() if k not in _NOT_FINGERPRINTED}
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]

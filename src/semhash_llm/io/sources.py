@@ -1,0 +1,102 @@
+"""Where records come from: files on disk, or records held in memory.
+
+A source streams validated :class:`RecordBatch` es for the cascade (first pass), can give
+back the text of a few records by location (to repair a Bloom false positive), and streams
+full records again to write the kept documents (second pass).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
+
+from semhash_llm.config import ReaderConfig
+from semhash_llm.io.readers import (
+    InputError,
+    InputFile,
+    RecordBatch,
+    _fail_or_flag,
+    _Validator,
+    iter_batches,
+    read_records,
+)
+
+__all__ = ["Source", "FileSource", "MemorySource"]
+
+
+class Source(Protocol):
+    """What the cascade reads from."""
+
+    names: list[str]
+    """One display name per shard (index = ``file_index`` of the batches)."""
+
+    def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
+        """Validated records, in order."""
+        ...
+
+    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(ordinal, full record)`` of one shard, in order."""
+        ...
+
+
+class FileSource:
+    """Records from JSONL / Parquet / saved-dataset shards on disk."""
+
+    def __init__(self, files: Sequence[InputFile], reader: ReaderConfig) -> None:
+        self.files = list(files)
+        self.reader = reader
+        self.names = [f.name for f in self.files]
+
+    def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
+        return iter_batches(self.files, self.reader, priority_field)
+
+    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        return read_records(self.files[file_index], self.reader)
+
+
+class MemorySource:
+    """Records held in memory: mappings with a text field, or plain strings."""
+
+    def __init__(self, records: Iterable[Mapping[str, Any] | str], reader: ReaderConfig) -> None:
+        self.reader = reader
+        self.items: list[dict[str, Any]] = []
+        for i, r in enumerate(records):
+            if isinstance(r, str):
+                self.items.append({reader.text_field: r})
+            elif isinstance(r, Mapping):
+                self.items.append(dict(r))
+            else:
+                raise InputError("<records>", f"record is a {type(r).__name__}, expected a mapping or a string",
+                                 line=i, unit="row")
+        self.names = ["records"]
+        self._file = InputFile(path=Path("<records>"), kind="parquet", name="records")
+
+    def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
+        cfg = self.reader
+        v = _Validator(cfg, priority_field)
+        batch = RecordBatch(0)
+        for i, rec in enumerate(self.items):
+            ident, err = v.ident(rec.get(cfg.id_field), str(i))
+            text = None
+            if err is None:
+                text, err = v.text(rec.get(cfg.text_field))
+            prio = math.nan
+            if err is None and priority_field is not None:
+                prio, err = v.priority(rec.get(priority_field))
+            if err is not None:
+                _fail_or_flag(batch, self._file, i, ident, err, cfg)
+            else:
+                batch.ordinals.append(i)
+                batch.ids.append(ident)
+                batch.texts.append(text)
+                batch.errors.append(None)
+                batch.priorities.append(prio)
+            if len(batch) >= cfg.batch_size:
+                yield batch
+                batch = RecordBatch(0)
+        if len(batch):
+            yield batch
+
+    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        return iter(enumerate(self.items))

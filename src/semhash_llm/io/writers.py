@@ -1,0 +1,132 @@
+"""Writers of the output contract (``../shared/docs/BENCHMARK.md`` §1).
+
+Every file is written under a temporary name in the output directory and renamed into
+place when complete, so a crash never leaves a half file that looks whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from semhash_llm.io.sources import Source
+
+__all__ = ["atomic_path", "write_documents", "write_kept", "write_json"]
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``final``; rename it to ``final`` only on success."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, final)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write JSON atomically (indented, keys in insertion order)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n", encoding="utf-8")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def write_documents(path: Path, table: pa.Table, compression_level: int = 3) -> None:
+    """Write ``documents.parquet`` (zstd) atomically."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", compression_level=compression_level)
+
+
+def _kept_records(source: Source, kept: dict[int, dict[int, str]], id_field: str) -> Iterator[dict[str, Any]]:
+    for fi in range(len(source.names)):
+        wanted = kept.get(fi)
+        if not wanted:
+            continue
+        for ordinal, rec in source.records(fi):
+            ident = wanted.get(ordinal)
+            if ident is None:
+                continue
+            if rec.get(id_field) is None or not isinstance(rec.get(id_field), str):
+                rec = {id_field: ident, **{k: v for k, v in rec.items() if k != id_field}}
+            yield rec
+
+
+def write_kept(
+    out_dir: Path,
+    source: Source,
+    kept: dict[int, dict[int, str]],
+    id_field: str,
+    fmt: str,
+    compression_level: int = 3,
+    batch_rows: int = 8192,
+) -> tuple[Path, int]:
+    """Write the kept records (all their fields; the id filled in where it was derived).
+
+    ``kept`` maps file index → {ordinal: id}. Returns the path written and the row count.
+    """
+    rows = 0
+    if fmt == "jsonl":
+        final = out_dir / "kept.jsonl"
+        with atomic_path(final) as tmp, open(tmp, "wb") as fh:
+            for rec in _kept_records(source, kept, id_field):
+                fh.write(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+                rows += 1
+        return final, rows
+    final = out_dir / "kept.parquet"
+    with atomic_path(final) as tmp:
+        writer: pq.ParquetWriter | None = None
+        schema: pa.Schema | None = None
+        buf: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            nonlocal writer, schema, rows
+            if not buf:
+                return
+            if schema is None:
+                table = pa.Table.from_pylist(buf)
+                schema = table.schema
+                writer = pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=compression_level)
+            else:
+                extra = sorted({k for r in buf for k in r} - set(schema.names))
+                if extra:
+                    raise ValueError(
+                        f"kept records gained field(s) {', '.join(extra)} not present in the first records; "
+                        "Parquet needs one schema. Write --format jsonl instead."
+                    )
+                table = pa.Table.from_pylist(buf, schema=schema)
+            assert writer is not None
+            writer.write_table(table)
+            rows += table.num_rows
+            buf.clear()
+
+        for rec in _kept_records(source, kept, id_field):
+            buf.append(rec)
+            if len(buf) >= batch_rows:
+                flush()
+        flush()
+        if writer is None:
+            pq.write_table(pa.table({id_field: pa.array([], pa.string())}), tmp, compression="zstd")
+        else:
+            writer.close()
+    return final, rows

@@ -1,0 +1,124 @@
+"""Cluster and select: accepted edges → clusters → one kept document per cluster.
+
+Clusters are the connected components of the accepted pairs (a deterministic union-find
+whose roots are the smallest member). The keep policy picks the survivor of each cluster;
+every other member is removed and names the survivor in ``duplicate_of``. Its ``relation``,
+``decided_by`` and ``score`` come from the weakest accepted edge on its path to the survivor
+in the tree of accepted edges: a chain is only as strong as its weakest link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from semhash_llm.config import SelectConfig
+
+__all__ = ["EDGE_KINDS", "Selection", "select_survivors"]
+
+# Edge kind → (relation, decided_by). Later stages append kinds.
+EDGE_KINDS: dict[int, tuple[str, str]] = {
+    0: ("exact", "bloom"),
+    1: ("near_duplicate", "lsh"),
+}
+
+
+@dataclass
+class Selection:
+    """Per document: the survivor of its cluster, and how it was linked to it."""
+
+    keeper: np.ndarray  # index of the kept document of its cluster (itself for survivors)
+    cluster_size: np.ndarray
+    via_kind: np.ndarray  # edge kind of the weakest link on the path to the keeper (-1: none)
+    via_score: np.ndarray  # score of that link (nan: none)
+
+
+@nb.njit(cache=True)
+def _bfs(n: int, keeper: np.ndarray, ea: np.ndarray, eb: np.ndarray, es: np.ndarray, ek: np.ndarray,
+         via_kind: np.ndarray, via_score: np.ndarray) -> None:
+    m = ea.shape[0]
+    deg = np.zeros(n + 1, dtype=np.int64)
+    for i in range(m):
+        deg[ea[i] + 1] += 1
+        deg[eb[i] + 1] += 1
+    for i in range(n):
+        deg[i + 1] += deg[i]
+    adj = np.empty(2 * m, dtype=np.int64)
+    fill = deg[:-1].copy()
+    for i in range(m):
+        adj[fill[ea[i]]] = i
+        fill[ea[i]] += 1
+        adj[fill[eb[i]]] = i
+        fill[eb[i]] += 1
+    visited = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    for s in range(n):
+        if keeper[s] != s or deg[s + 1] == deg[s]:
+            continue
+        head = 0
+        tail = 0
+        queue[tail] = s
+        tail += 1
+        visited[s] = True
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for p in range(deg[u], deg[u + 1]):
+                e = adj[p]
+                v = eb[e] if ea[e] == u else ea[e]
+                if visited[v]:
+                    continue
+                visited[v] = True
+                if u == s or es[e] < via_score[u]:
+                    via_score[v] = es[e]
+                    via_kind[v] = ek[e]
+                else:
+                    via_score[v] = via_score[u]
+                    via_kind[v] = via_kind[u]
+                queue[tail] = v
+                tail += 1
+
+
+def select_survivors(
+    roots: np.ndarray,
+    edges_a: np.ndarray,
+    edges_b: np.ndarray,
+    edges_score: np.ndarray,
+    edges_kind: np.ndarray,
+    lengths: np.ndarray,
+    priorities: np.ndarray,
+    config: SelectConfig,
+) -> Selection:
+    """Pick one survivor per cluster by the keep policy and describe every removal.
+
+    ``roots`` is the union-find root of every document; ``edges_*`` the accepted pairs that
+    merged clusters (a spanning forest).
+    """
+    n = roots.shape[0]
+    index = np.arange(n, dtype=np.int64)
+    if config.keep == "first":
+        order = np.lexsort((index, roots))
+    elif config.keep == "longest":
+        order = np.lexsort((index, -lengths.astype(np.int64), roots))
+    else:
+        key = priorities.astype(np.float64)
+        key = -key if config.priority_order == "desc" else key.copy()
+        key[np.isnan(key)] = np.inf  # missing values rank last
+        order = np.lexsort((index, key, roots))
+    sorted_roots = roots[order]
+    starts = np.flatnonzero(np.r_[True, sorted_roots[1:] != sorted_roots[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    keeper_of_root = np.empty(n, dtype=np.int64)
+    keeper_of_root[sorted_roots[starts]] = order[starts]
+    keeper = keeper_of_root[roots]
+    size_of_root = np.zeros(n, dtype=np.int64)
+    size_of_root[sorted_roots[starts]] = sizes
+    cluster_size = size_of_root[roots]
+    via_kind = np.full(n, -1, dtype=np.int64)
+    via_score = np.full(n, np.nan, dtype=np.float64)
+    if edges_a.shape[0]:
+        _bfs(n, keeper, edges_a.astype(np.int64), edges_b.astype(np.int64), edges_score.astype(np.float64),
+             edges_kind.astype(np.int64), via_kind, via_score)
+    return Selection(keeper=keeper, cluster_size=cluster_size, via_kind=via_kind, via_score=via_score)

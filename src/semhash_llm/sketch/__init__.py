@@ -1,0 +1,20 @@
+"""Pure hashing kernels, free of I/O: Bloom filter, MinHash, LSH banding, union-find."""
+
+from __future__ import annotations
+
+from semhash_llm.sketch.bloom import BloomFilter, ScalableBloomFilter, bloom_parameters
+from semhash_llm.sketch.lsh import lsh_probability, optimal_lsh_params
+from semhash_llm.sketch.minhash import MinHash, jaccard_estimate, minhash_permutations
+from semhash_llm.sketch.unionfind import UnionFind
+
+__all__ = [
+    "BloomFilter",
+    "ScalableBloomFilter",
+    "bloom_parameters",
+    "lsh_probability",
+    "optimal_lsh_params",
+    "MinHash",
+    "jaccard_estimate",
+    "minhash_permutations",
+    "UnionFind",
+]

@@ -1,0 +1,183 @@
+"""LSH banding: parameters from a threshold, band keys, and linear bucket linking.
+
+A pair with Jaccard similarity ``s`` shares at least one of ``b`` bands of ``r`` rows with
+probability ``P(s) = 1 - (1 - s^r)^b``. :func:`optimal_lsh_params` picks ``(b, r)`` with
+``b * r <= num_perm`` minimizing ``w_fp * ∫_0^t P(s) ds + w_fn * ∫_t^1 (1 - P(s)) ds``.
+
+:func:`link_band` turns one band's buckets into accepted pairs without ever expanding a big
+bucket into all its pairs: small buckets are compared pairwise, big ones are linked to a
+representative (members that fail against it start a new star, a bounded number of times).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba as nb
+import numpy as np
+
+from semhash_llm.sketch.minhash import equal_slots
+from semhash_llm.sketch.unionfind import uf_find, uf_union
+
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "link_band", "LinkStats", "MAX_STAR_ROUNDS"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_S29 = np.uint64(29)
+_S31 = np.uint64(31)
+
+# A big bucket is re-starred around a new representative at most this many times.
+MAX_STAR_ROUNDS = 8
+
+
+def lsh_probability(s: float | np.ndarray, num_bands: int, rows_per_band: int) -> float | np.ndarray:
+    """Probability that a pair of Jaccard similarity ``s`` becomes a candidate."""
+    return 1.0 - (1.0 - np.power(s, rows_per_band)) ** num_bands
+
+
+@functools.lru_cache(maxsize=256)
+def optimal_lsh_params(
+    threshold: float, num_perm: int, fp_weight: float = 0.5, fn_weight: float = 0.5
+) -> tuple[int, int]:
+    """``(num_bands, rows_per_band)`` minimizing the weighted false-positive/negative areas."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1]. Got {threshold} instead.")
+    grid = 2001
+    best: tuple[float, int, int] | None = None
+    s_lo = np.linspace(0.0, threshold, grid)
+    s_hi = np.linspace(threshold, 1.0, grid)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = np.trapezoid(lsh_probability(s_lo, b, r), s_lo)
+            fn = np.trapezoid(1.0 - lsh_probability(s_hi, b, r), s_hi)
+            err = fp_weight * fp + fn_weight * fn
+            if best is None or err < best[0] - 1e-15:
+                best = (float(err), b, r)
+    assert best is not None  # num_perm >= 1 always yields a candidate
+    return best[1], best[2]
+
+
+@nb.njit(parallel=True, cache=True)
+def band_keys(sigs: np.ndarray, num_bands: int, rows_per_band: int) -> np.ndarray:
+    """64-bit key of every band of every signature: ``(n, num_bands)``."""
+    n = sigs.shape[0]
+    out = np.empty((n, num_bands), dtype=np.uint64)
+    for i in nb.prange(n):
+        for j in range(num_bands):
+            h = np.uint64(j) * _GOLDEN
+            base = j * rows_per_band
+            for k in range(rows_per_band):
+                h = (h ^ np.uint64(sigs[i, base + k])) * _MIX1
+                h ^= h >> _S29
+            out[i, j] = h ^ (h >> _S31)
+    return out
+
+
+class LinkStats:
+    """Counters of :func:`link_band`: pairs proposed, compared and accepted."""
+
+    __slots__ = ("proposed", "compared", "accepted", "unresolved")
+
+    def __init__(self) -> None:
+        self.proposed = 0
+        self.compared = 0
+        self.accepted = 0
+        self.unresolved = 0
+
+
+@nb.njit(cache=True)
+def _try_pair(
+    sigs: np.ndarray,
+    rows: np.ndarray,
+    parent: np.ndarray,
+    x: int,
+    y: int,
+    min_equal: int,
+    edges_a: np.ndarray,
+    edges_b: np.ndarray,
+    edges_s: np.ndarray,
+    counters: np.ndarray,
+) -> int:
+    """0: already linked; 1: compared and linked; 2: compared and rejected."""
+    gx = rows[x]
+    gy = rows[y]
+    if uf_find(parent, gx) == uf_find(parent, gy):
+        return 0
+    counters[1] += 1
+    same = equal_slots(sigs, x, y)
+    if same < min_equal:
+        return 2
+    uf_union(parent, gx, gy)
+    e = counters[2]
+    edges_a[e] = gx
+    edges_b[e] = gy
+    edges_s[e] = same / sigs.shape[1]
+    counters[2] += 1
+    return 1
+
+
+@nb.njit(cache=True)
+def link_band(
+    order: np.ndarray,
+    keys: np.ndarray,
+    sigs: np.ndarray,
+    rows: np.ndarray,
+    parent: np.ndarray,
+    min_equal: int,
+    max_bucket_size: int,
+    max_rounds: int,
+    edges_a: np.ndarray,
+    edges_b: np.ndarray,
+    edges_s: np.ndarray,
+    counters: np.ndarray,
+) -> None:
+    """Link the documents of one band's buckets.
+
+    ``order`` sorts the signature rows by ``keys`` (stable, so each bucket lists its rows in
+    input order); ``rows[i]`` is the global document index of signature row ``i``, the
+    element that ``parent`` (the union-find) holds. Accepted pairs are appended to the edge
+    arrays. ``counters``: proposed, compared, accepted, unresolved.
+    """
+    n = order.shape[0]
+    start = 0
+    pending = np.empty(0, dtype=np.int64)
+    while start < n:
+        end = start + 1
+        key = keys[order[start]]
+        while end < n and keys[order[end]] == key:
+            end += 1
+        size = end - start
+        if size > 1:
+            if size <= max_bucket_size:
+                counters[0] += size * (size - 1) // 2
+                for i in range(start, end):
+                    for j in range(i + 1, end):
+                        _try_pair(sigs, rows, parent, order[i], order[j], min_equal,
+                                  edges_a, edges_b, edges_s, counters)
+            else:
+                if pending.shape[0] < size:
+                    pending = np.empty(size, dtype=np.int64)
+                m = 0
+                for i in range(start + 1, end):
+                    pending[m] = order[i]
+                    m += 1
+                rep = order[start]
+                rounds = 0
+                while m > 0 and rounds < max_rounds:
+                    counters[0] += m
+                    kept = 0
+                    for i in range(m):
+                        if _try_pair(sigs, rows, parent, pending[i], rep, min_equal,
+                                     edges_a, edges_b, edges_s, counters) == 2:
+                            pending[kept] = pending[i]
+                            kept += 1
+                    rounds += 1
+                    if kept == 0:
+                        m = 0
+                        break
+                    rep = pending[0]
+                    for i in range(1, kept):
+                        pending[i - 1] = pending[i]
+                    m = kept - 1
+                counters[3] += m
+        start = end

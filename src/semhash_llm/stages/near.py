@@ -1,0 +1,121 @@
+"""Stage 3, MinHash LSH: near duplicates by estimated Jaccard similarity of shingle sets.
+
+Signatures are computed batch by batch while the input streams (only they are kept, not
+the texts). After the stream, each band's keys are sorted and its buckets are linked by
+:func:`semhash_llm.sketch.lsh.link_band`: every candidate pair is confirmed by its Jaccard
+estimate before it is accepted, and pairs already in one cluster are not compared again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from semhash_llm.config import MinHashConfig
+from semhash_llm.sketch.lsh import MAX_STAR_ROUNDS, band_keys, link_band, optimal_lsh_params
+from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
+from semhash_llm.text.tokenize import TokenizedBatch
+
+__all__ = ["MinHashLSHStage", "Edges"]
+
+
+@dataclass
+class Edges:
+    """Accepted pairs: global document indices, score, and the stage kind that accepted them."""
+
+    a: np.ndarray
+    b: np.ndarray
+    score: np.ndarray
+    kind: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Edges:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.uint8))
+
+    def __len__(self) -> int:
+        return int(self.a.shape[0])
+
+    @staticmethod
+    def concat(parts: list[Edges]) -> Edges:
+        if not parts:
+            return Edges.empty()
+        return Edges(
+            np.concatenate([p.a for p in parts]),
+            np.concatenate([p.b for p in parts]),
+            np.concatenate([p.score for p in parts]),
+            np.concatenate([p.kind for p in parts]),
+        )
+
+
+class MinHashLSHStage:
+    """Signatures while streaming; LSH linking after the stream."""
+
+    name = "lsh"
+
+    def __init__(self, config: MinHashConfig) -> None:
+        self.config = config
+        self.a_, self.b_ = minhash_permutations(config.num_perm, config.seed)
+        if config.num_bands is not None and config.rows_per_band is not None:
+            self.num_bands, self.rows_per_band = config.num_bands, config.rows_per_band
+        else:
+            self.num_bands, self.rows_per_band = optimal_lsh_params(
+                config.threshold, config.num_perm, config.fp_weight, config.fn_weight
+            )
+        self._chunks: list[np.ndarray] = []
+        self._rows: list[np.ndarray] = []
+        self.counters_ = np.zeros(4, dtype=np.int64)
+
+    @property
+    def num_signed(self) -> int:
+        return sum(c.shape[0] for c in self._chunks)
+
+    def sign(self, batch: TokenizedBatch, docs: np.ndarray, global_index: np.ndarray) -> None:
+        """Compute and keep the signatures of batch documents ``docs`` (global ids given)."""
+        if docs.size == 0:
+            return
+        out = np.empty((docs.shape[0], self.config.num_perm), dtype=np.uint32)
+        sign_documents(batch.tok_offsets, batch.tok_hashes, batch.ngrams, docs.astype(np.int64),
+                       self.a_, self.b_, out)
+        self._chunks.append(out)
+        self._rows.append(global_index.astype(np.int64))
+
+    def link(self, parent: np.ndarray) -> Edges:
+        """Band, bucket, verify and union; returns the accepted edges (kind 1)."""
+        if not self._chunks:
+            return Edges.empty()
+        sigs = np.concatenate(self._chunks)
+        rows = np.concatenate(self._rows)
+        self._chunks = [sigs]
+        self._rows = [rows]
+        n = sigs.shape[0]
+        min_equal = int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9))
+        keys = band_keys(sigs, self.num_bands, self.rows_per_band)
+        edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
+        edges_b = np.empty_like(edges_a)
+        edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
+        for j in range(self.num_bands):
+            col = np.ascontiguousarray(keys[:, j])
+            order = np.argsort(col, kind="stable")
+            link_band(order, col, sigs, rows, parent, min_equal, self.config.max_bucket_size,
+                      MAX_STAR_ROUNDS, edges_a, edges_b, edges_s, self.counters_)
+        k = int(self.counters_[2])
+        return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(), np.ones(k, np.uint8))
+
+    def signature_bytes(self) -> int:
+        """Memory held by signatures."""
+        return sum(c.nbytes for c in self._chunks)
+
+    def stats(self) -> dict[str, int]:
+        """Numbers for the report."""
+        return {
+            "num_perm": self.config.num_perm,
+            "num_bands": self.num_bands,
+            "rows_per_band": self.rows_per_band,
+            "pairs_proposed": int(self.counters_[0]),
+            "pairs_compared": int(self.counters_[1]),
+            "pairs_accepted": int(self.counters_[2]),
+            "unresolved_in_hot_buckets": int(self.counters_[3]),
+            "signature_bytes": self.signature_bytes(),
+        }

@@ -1,0 +1,16 @@
+"""Text handling: normalization, CJK-aware tokenization and shingling."""
+
+from __future__ import annotations
+
+from semhash_llm.text.normalize import CharClass, char_classes, normalize, normalize_batch
+from semhash_llm.text.tokenize import encode_batch, shingle_hashes, tokens
+
+__all__ = [
+    "CharClass",
+    "char_classes",
+    "normalize",
+    "normalize_batch",
+    "encode_batch",
+    "shingle_hashes",
+    "tokens",
+]

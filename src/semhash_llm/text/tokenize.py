@@ -1,0 +1,276 @@
+"""CJK-aware tokenization, 128-bit text digests and shingle hashes, as numba kernels.
+
+A batch of normalized texts is encoded once as UTF-32 code points (one ``uint32`` per
+character) with document offsets; the kernels below then run over code points in
+parallel, without creating Python objects per token:
+
+* :func:`count_tokens` / :func:`hash_tokens` — split each document into tokens with the
+  code-point class table of :func:`semhash_llm.text.normalize.char_classes`, hash every
+  token to 64 bits and compute the document's 128-bit digest of its token sequence (the
+  exact-duplicate key: equal digests mean equal normalized token sequences);
+* :func:`doc_shingles` — word (or, for scripts without spaces, character) n-gram hashes
+  from the token hashes of one document.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numba as nb
+import numpy as np
+
+from semhash_llm.config import NormalizeConfig, ShingleConfig
+from semhash_llm.text.normalize import CharClass, char_classes, normalize
+
+__all__ = [
+    "encode_batch",
+    "count_tokens",
+    "hash_tokens",
+    "doc_shingles",
+    "choose_ngram",
+    "tokens",
+    "shingle_hashes",
+    "TokenizedBatch",
+    "tokenize_batch",
+]
+
+_U64 = np.uint64
+_FNV_OFFSET = _U64(0xCBF29CE484222325)
+_FNV_PRIME = _U64(0x100000001B3)
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_D2_SEED = _U64(0x243F6A8885A308D3)
+_D2_MUL = _U64(0xC2B2AE3D27D4EB4F)
+_MIX1 = _U64(0xBF58476D1CE4E5B9)
+_MIX2 = _U64(0x94D049BB133111EB)
+_S27 = _U64(27)
+_S29 = _U64(29)
+_S30 = _U64(30)
+_S31 = _U64(31)
+_BOUNDARY = _U64(0x110000)  # outside Unicode: marks a token end inside the digest
+_SEP = np.uint8(CharClass.SEPARATOR)
+_WORD = np.uint8(CharClass.WORD)
+
+
+@nb.njit(inline="always", cache=True)
+def mix64(x: np.uint64) -> np.uint64:
+    """SplitMix64's finalizer: a bijective 64-bit avalanche mix."""
+    x ^= x >> _S30
+    x *= _MIX1
+    x ^= x >> _S27
+    x *= _MIX2
+    x ^= x >> _S31
+    return x
+
+
+def encode_batch(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Encode texts as one UTF-32 code-point array and ``len(texts) + 1`` offsets."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    blob = "".join(texts).encode("utf-32-le", errors="surrogatepass")
+    cps = np.frombuffer(blob, dtype=np.uint32)
+    return cps, offsets
+
+
+@nb.njit(parallel=True, cache=True)
+def count_tokens(cps: np.ndarray, offsets: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Number of tokens of every document of the batch."""
+    n = offsets.shape[0] - 1
+    out = np.zeros(n, dtype=np.int64)
+    for d in nb.prange(n):
+        count = 0
+        in_word = False
+        for i in range(offsets[d], offsets[d + 1]):
+            c = classes[cps[i]]
+            if c == _WORD:
+                if not in_word:
+                    count += 1
+                    in_word = True
+            elif c == _SEP:
+                in_word = False
+            else:
+                count += 1
+                in_word = False
+        out[d] = count
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def hash_tokens(
+    cps: np.ndarray,
+    offsets: np.ndarray,
+    classes: np.ndarray,
+    tok_offsets: np.ndarray,
+    tok_hashes: np.ndarray,
+    no_space: np.ndarray,
+    digest_hi: np.ndarray,
+    digest_lo: np.ndarray,
+) -> None:
+    """Fill token hashes, no-space-token counts and 128-bit digests for every document."""
+    n = offsets.shape[0] - 1
+    for d in nb.prange(n):
+        t = tok_offsets[d]
+        h = _FNV_OFFSET
+        in_word = False
+        ns = 0
+        d1 = _FNV_OFFSET
+        d2 = _D2_SEED
+        for i in range(offsets[d], offsets[d + 1]):
+            cp = cps[i]
+            c = classes[cp]
+            if c == _WORD:
+                if not in_word:
+                    h = _FNV_OFFSET
+                    in_word = True
+                h = (h ^ _U64(cp)) * _FNV_PRIME
+                d1 = (d1 ^ _U64(cp)) * _FNV_PRIME
+                d2 = (d2 + _U64(cp)) * _D2_MUL
+                d2 ^= d2 >> _S29
+            else:
+                if in_word:
+                    tok_hashes[t] = mix64(h)
+                    t += 1
+                    in_word = False
+                    d1 = (d1 ^ _BOUNDARY) * _FNV_PRIME
+                    d2 = (d2 + _BOUNDARY) * _D2_MUL
+                    d2 ^= d2 >> _S29
+                if c != _SEP:
+                    tok_hashes[t] = mix64((_FNV_OFFSET ^ _U64(cp)) * _FNV_PRIME)
+                    t += 1
+                    ns += 1
+                    d1 = (d1 ^ _U64(cp)) * _FNV_PRIME
+                    d1 = (d1 ^ _BOUNDARY) * _FNV_PRIME
+                    d2 = (d2 + _U64(cp)) * _D2_MUL
+                    d2 ^= d2 >> _S29
+                    d2 = (d2 + _BOUNDARY) * _D2_MUL
+                    d2 ^= d2 >> _S29
+        if in_word:
+            tok_hashes[t] = mix64(h)
+            t += 1
+            d1 = (d1 ^ _BOUNDARY) * _FNV_PRIME
+            d2 = (d2 + _BOUNDARY) * _D2_MUL
+            d2 ^= d2 >> _S29
+        ntok = _U64(t - tok_offsets[d])
+        no_space[d] = ns
+        digest_hi[d] = mix64(d1 ^ mix64(ntok))
+        digest_lo[d] = mix64(d2 + ntok * _GOLDEN)
+
+
+@nb.njit(inline="always", cache=True)
+def choose_ngram(ntok: int, no_space: int, ngram: int, char_ngram: int) -> int:
+    """Character n-grams when most tokens are no-space-script characters, else word n-grams."""
+    if 2 * no_space > ntok:
+        return char_ngram
+    return ngram
+
+
+@nb.njit(cache=True)
+def doc_shingles(tok_hashes: np.ndarray, start: int, end: int, n: int, out: np.ndarray) -> int:
+    """Write the n-gram hashes of tokens ``tok_hashes[start:end]`` into ``out``; return the count.
+
+    Fewer than ``n`` tokens give one shingle made of all of them; no token gives none.
+    """
+    ntok = end - start
+    if ntok <= 0:
+        return 0
+    width = n if ntok >= n else ntok
+    count = ntok - width + 1
+    for s in range(count):
+        h = _GOLDEN
+        for j in range(width):
+            h = (h ^ tok_hashes[start + s + j]) * _FNV_PRIME
+            h = (h << _S31) | (h >> _U64(33))
+        out[s] = mix64(h ^ _U64(width))
+    return count
+
+
+class TokenizedBatch:
+    """Token hashes, digests and n-gram sizes of a batch of normalized texts."""
+
+    __slots__ = ("tok_offsets", "tok_hashes", "no_space", "digest_hi", "digest_lo", "ngrams")
+
+    def __init__(
+        self,
+        tok_offsets: np.ndarray,
+        tok_hashes: np.ndarray,
+        no_space: np.ndarray,
+        digest_hi: np.ndarray,
+        digest_lo: np.ndarray,
+        ngrams: np.ndarray,
+    ) -> None:
+        self.tok_offsets = tok_offsets
+        self.tok_hashes = tok_hashes
+        self.no_space = no_space
+        self.digest_hi = digest_hi
+        self.digest_lo = digest_lo
+        self.ngrams = ngrams
+
+    @property
+    def num_tokens(self) -> np.ndarray:
+        """Tokens per document."""
+        return np.diff(self.tok_offsets)
+
+
+@nb.njit(cache=True)
+def _ngrams(tok_offsets: np.ndarray, no_space: np.ndarray, ngram: int, char_ngram: int) -> np.ndarray:
+    n = no_space.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for d in range(n):
+        out[d] = choose_ngram(tok_offsets[d + 1] - tok_offsets[d], no_space[d], ngram, char_ngram)
+    return out
+
+
+def tokenize_batch(
+    normalized: Sequence[str], classes: np.ndarray, shingle: ShingleConfig
+) -> TokenizedBatch:
+    """Tokenize a batch of already-normalized texts (see :func:`normalize`)."""
+    cps, offsets = encode_batch(normalized)
+    counts = count_tokens(cps, offsets, classes)
+    tok_offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
+    np.cumsum(counts, out=tok_offsets[1:])
+    n = len(normalized)
+    tok_hashes = np.empty(int(tok_offsets[-1]), dtype=np.uint64)
+    no_space = np.zeros(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.uint64)
+    lo = np.empty(n, dtype=np.uint64)
+    hash_tokens(cps, offsets, classes, tok_offsets, tok_hashes, no_space, hi, lo)
+    ngrams = _ngrams(tok_offsets, no_space, shingle.ngram, shingle.char_ngram)
+    return TokenizedBatch(tok_offsets, tok_hashes, no_space, hi, lo, ngrams)
+
+
+# ---------------------------------------------------------------------- Python helpers
+
+
+def tokens(text: str, config: NormalizeConfig | None = None) -> list[str]:
+    """The tokens of ``text`` after normalization, as strings (for inspection and tests)."""
+    cfg = config or NormalizeConfig()
+    norm = normalize(text, cfg)
+    classes = char_classes(cfg.strip_punctuation)
+    out: list[str] = []
+    word: list[str] = []
+    for ch in norm:
+        c = classes[ord(ch)]
+        if c == CharClass.WORD:
+            word.append(ch)
+            continue
+        if word:
+            out.append("".join(word))
+            word = []
+        if c != CharClass.SEPARATOR:
+            out.append(ch)
+    if word:
+        out.append("".join(word))
+    return out
+
+
+def shingle_hashes(
+    text: str, normalize_config: NormalizeConfig | None = None, shingle: ShingleConfig | None = None
+) -> np.ndarray:
+    """The distinct shingle hashes of one text (``uint64``), as MinHash sees them."""
+    ncfg = normalize_config or NormalizeConfig()
+    scfg = shingle or ShingleConfig()
+    batch = tokenize_batch([normalize(text, ncfg)], char_classes(ncfg.strip_punctuation), scfg)
+    ntok = int(batch.tok_offsets[1])
+    out = np.empty(max(ntok, 1), dtype=np.uint64)
+    k = doc_shingles(batch.tok_hashes, 0, ntok, int(batch.ngrams[0]), out)
+    return np.unique(out[:k])
