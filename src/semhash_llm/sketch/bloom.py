@@ -29,9 +29,9 @@ def bloom_parameters(capacity: int, fp_rate: float) -> tuple[int, int]:
         raise ValueError(f"Bloom filter capacity must be >= 1. Got {capacity} instead.")
     if not 0.0 < fp_rate < 1.0:
         raise ValueError(f"Bloom filter fp_rate must be in (0, 1). Got {fp_rate} instead.")
-    m = math.ceil(-capacity * math.log(fp_rate) / (math.log(2) ** 2))
-    m = max(64, ((m + 63) // 64) * 64)
-    k = max(1, round(m / capacity * math.log(2)))
+    exact_m = -capacity * math.log(fp_rate) / (math.log(2) ** 2)
+    k = max(1, round(exact_m / capacity * math.log(2)))
+    m = max(64, ((math.ceil(exact_m) + 63) // 64) * 64)
     return m, k
 
 

@@ -1,0 +1,268 @@
+"""``semhash-llm bench speed``: end-to-end throughput against datasketch and rensa, one process.
+
+A synthetic corpus (by default 100k documents of ~2 KB: Zipf-distributed words from a
+synthetic vocabulary) gets planted near duplicates (1-2% of the words edited) and one hot
+spot (a document copied 10k times with a date line and a signature that vary). Every system
+then deduplicates the same texts in memory, in the same process, one after the other:
+
+* ``semhash-llm`` — :func:`semhash_llm.deduplicate` with the default configuration
+  (Bloom exact, MinHash 128 permutations, word 5-grams, threshold 0.8, verified pairs);
+* ``datasketch`` — ``MinHash(num_perm=128).update_batch`` over word 5-grams and
+  ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
+  returns a candidate);
+* ``rensa`` — ``RMinHashDeduplicator(threshold=0.8, num_perm=128, use_lsh=True)``, rensa's
+  own verified LSH pipeline, on the same word 5-gram shingles.
+
+The peers' shingles are made by one shared tokenizer (lower-case ``\\w+`` words, 5-grams),
+and their time includes it, as ours includes our tokenizer. Reported: documents/s, peak
+memory above the process baseline (sampled from ``/proc/self/statm``), recall of the planted
+duplicates (share removed) and false removals (unique documents removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["SpeedCorpus", "make_speed_corpus", "SpeedRow", "run_speed", "add_speed_arguments", "run_speed_command"]
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class SpeedCorpus:
+    """Texts plus which documents are planted duplicates and of what kind."""
+
+    texts: list[str]
+    kind: np.ndarray  # 0 unique, 1 near duplicate, 2 hot-spot copy
+    num_unique: int
+
+
+def make_speed_corpus(num_docs: int = 100_000, doc_chars: int = 2000, near_fraction: float = 0.1,
+                      hot_copies: int = 10_000, seed: int = 0) -> SpeedCorpus:
+    """Build the synthetic corpus (deterministic by seed); originals come before their copies."""
+    if hot_copies + int(near_fraction * num_docs) >= num_docs:
+        raise ValueError("near duplicates and hot-spot copies must leave room for unique documents; "
+                         f"got num_docs={num_docs}, near_fraction={near_fraction}, hot_copies={hot_copies}")
+    rng = np.random.default_rng(seed)
+    syllables = ["ka", "to", "ri", "mu", "se", "na", "lo", "vi", "de", "po", "ra", "ne", "ti", "sa", "go",
+                 "mi", "ku", "be", "la", "zo", "fe", "hu", "ja", "qi", "wu", "xe", "yo", "ce", "di", "pa"]
+    vocab_size = 30_000
+    lens = rng.integers(1, 4, size=vocab_size)
+    picks = rng.integers(0, len(syllables), size=(vocab_size, 3))
+    vocab = sorted({"".join(syllables[j] for j in picks[i, : lens[i]]) + str(i % 7) for i in range(vocab_size)})
+    vocab_arr = np.array(vocab, dtype=object)
+    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
+    p = 1.0 / ranks**1.05
+    p /= p.sum()
+    num_near = int(near_fraction * num_docs)
+    num_unique = num_docs - num_near - hot_copies
+    words_per_doc = max(5, doc_chars // 7)
+    doc_lens = rng.integers(int(words_per_doc * 0.8), int(words_per_doc * 1.2) + 1, size=num_unique)
+    all_words = rng.choice(len(vocab), size=int(doc_lens.sum()), p=p).astype(np.int32)
+    offsets = np.r_[0, np.cumsum(doc_lens)]
+    texts = [" ".join(vocab_arr[all_words[offsets[i]:offsets[i + 1]]]) for i in range(num_unique)]
+    kind = [0] * num_unique
+    near_src = rng.integers(0, num_unique, size=num_near)
+    extra: list[tuple[float, str, int]] = []
+    for k, src in enumerate(near_src):
+        words = list(vocab_arr[all_words[offsets[src]:offsets[src + 1]]])
+        rate = rng.uniform(0.005, 0.02)
+        n_edit = max(1, int(rate * len(words)))
+        for pos in sorted(rng.choice(len(words), size=n_edit, replace=False), reverse=True):
+            op = rng.integers(3)
+            if op == 0:
+                words[pos] = vocab[int(rng.integers(len(vocab)))]
+            elif op == 1:
+                del words[pos]
+            else:
+                words.insert(pos, vocab[int(rng.integers(len(vocab)))])
+        extra.append((rng.random(), " ".join(words), 1))
+    hot = texts[0]
+    for k in range(hot_copies):
+        date = f"{2020 + k % 7}-{1 + k % 12:02d}-{1 + k % 28:02d}"
+        sig = "" if k % 3 else f"\n-- posted by user{k % 97}"
+        extra.append((rng.random(), f"Updated {date}\n{hot}{sig}", 2))
+    extra.sort(key=lambda t: t[0])
+    texts.extend(t for _, t, _ in extra)
+    kind.extend(k for _, _, k in extra)
+    return SpeedCorpus(texts=texts, kind=np.asarray(kind, dtype=np.int8), num_unique=num_unique)
+
+
+def shingle_words(text: str, n: int = 5) -> list[str]:
+    """The peers' shared shingles: lower-case ``\\w+`` words, joined in n-grams."""
+    w = _WORD.findall(text.lower())
+    if len(w) < n:
+        return [" ".join(w)] if w else []
+    return [" ".join(w[i:i + n]) for i in range(len(w) - n + 1)]
+
+
+class _PeakRSS:
+    """Samples the resident set size every few milliseconds in a background thread."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self.interval = interval
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def rss(self) -> int:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * self.page
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.rss())
+            time.sleep(self.interval)
+
+    def __enter__(self) -> _PeakRSS:
+        self.base = self.rss()
+        self.peak = self.base
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.rss())
+
+    @property
+    def increase_mib(self) -> float:
+        return (self.peak - self.base) / 2**20
+
+
+@dataclass
+class SpeedRow:
+    """One system's result."""
+
+    system: str
+    seconds: float
+    docs_per_s: float
+    peak_mib: float
+    recall_near: float
+    recall_hot: float
+    recall_all: float
+    false_removals: int
+    note: str = ""
+
+
+def _run_semhash(texts: list[str]) -> np.ndarray:
+    from semhash_llm import deduplicate
+
+    res = deduplicate(texts)
+    return np.asarray(res.documents.column("action").to_pylist()) == "remove"
+
+
+def _run_datasketch(texts: list[str]) -> np.ndarray:
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    removed = np.zeros(len(texts), dtype=bool)
+    for i, t in enumerate(texts):
+        m = MinHash(num_perm=128)
+        m.update_batch([s.encode("utf-8") for s in shingle_words(t)])
+        if lsh.query(m):
+            removed[i] = True
+        else:
+            lsh.insert(str(i), m)
+    return removed
+
+
+def _run_rensa(texts: list[str]) -> np.ndarray:
+    from rensa import RMinHashDeduplicator
+
+    dedup = RMinHashDeduplicator(threshold=0.8, num_perm=128, use_lsh=True)
+    keep = dedup.add_pairs((str(i), shingle_words(t)) for i, t in enumerate(texts))
+    return ~np.asarray(keep, dtype=bool)
+
+
+SYSTEMS: dict[str, Callable[[list[str]], np.ndarray]] = {
+    "semhash-llm": _run_semhash,
+    "rensa": _run_rensa,
+    "datasketch": _run_datasketch,
+}
+
+
+def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
+    """Run each system on the corpus (after a small warm-up run) and score it."""
+    rows: list[SpeedRow] = []
+    warm = corpus.texts[:200]
+    for name in systems:
+        fn = SYSTEMS[name]
+        fn(warm)  # JIT compilation and imports are one-time costs, outside the timing
+        gc.collect()
+        with _PeakRSS() as mem:
+            t0 = time.perf_counter()
+            removed = fn(corpus.texts)
+            secs = time.perf_counter() - t0
+        near = corpus.kind == 1
+        hot = corpus.kind == 2
+        planted = corpus.kind > 0
+        rows.append(SpeedRow(
+            system=name, seconds=secs, docs_per_s=len(corpus.texts) / secs, peak_mib=mem.increase_mib,
+            recall_near=float(removed[near].mean()) if near.any() else float("nan"),
+            recall_hot=float(removed[hot].mean()) if hot.any() else float("nan"),
+            recall_all=float(removed[planted].mean()) if planted.any() else float("nan"),
+            false_removals=int(removed[corpus.kind == 0].sum()),
+        ))
+        del removed
+        gc.collect()
+    return rows
+
+
+def format_table(rows: list[SpeedRow], num_docs: int) -> str:
+    """A Markdown table, with each system's speed relative to datasketch."""
+    base = next((r.docs_per_s for r in rows if r.system == "datasketch"), None)
+    lines = [
+        f"| system | docs/s | vs datasketch | seconds ({num_docs:,} docs) | peak MiB | recall near | "
+        "recall hot spot | recall all | false removals |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        rel = f"{r.docs_per_s / base:.1f}x" if base else "-"
+        lines.append(f"| {r.system} | {r.docs_per_s:,.0f} | {rel} | {r.seconds:.1f} | {r.peak_mib:,.0f} | "
+                     f"{r.recall_near:.4f} | {r.recall_hot:.4f} | {r.recall_all:.4f} | {r.false_removals} |")
+    return "\n".join(lines)
+
+
+def add_speed_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``semhash-llm bench speed``."""
+    g = p.add_argument_group("speed benchmark (bench speed)")
+    g.add_argument("--docs", type=int, default=100_000, help="corpus size (default 100000)")
+    g.add_argument("--doc-chars", type=int, default=2000)
+    g.add_argument("--hot-copies", type=int, default=10_000)
+    g.add_argument("--near-fraction", type=float, default=0.1)
+    g.add_argument("--speed-systems", default="semhash-llm,rensa,datasketch",
+                   help="comma list of: " + ", ".join(SYSTEMS))
+    g.add_argument("--speed-seed", type=int, default=0)
+    g.add_argument("--speed-json", help="also write the rows as JSON to this path")
+
+
+def run_speed_command(args: argparse.Namespace) -> int:
+    """Build the corpus, run the systems, print the table."""
+    systems = [s.strip() for s in args.speed_systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise ValueError(f"unknown system(s) {', '.join(unknown)}; expected any of {', '.join(SYSTEMS)}")
+    t0 = time.perf_counter()
+    corpus = make_speed_corpus(args.docs, args.doc_chars, args.near_fraction, args.hot_copies, args.speed_seed)
+    mean_chars = sum(len(t) for t in corpus.texts) / len(corpus.texts)
+    print(f"corpus: {len(corpus.texts):,} documents, mean {mean_chars:,.0f} chars, "
+          f"{int((corpus.kind == 1).sum()):,} near duplicates, {int((corpus.kind == 2).sum()):,} hot-spot copies "
+          f"(built in {time.perf_counter() - t0:.1f}s)")
+    rows = run_speed(corpus, systems)
+    print(format_table(rows, len(corpus.texts)))
+    if args.speed_json:
+        Path(args.speed_json).write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n", encoding="utf-8")
+    return 0

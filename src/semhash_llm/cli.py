@@ -1,0 +1,246 @@
+"""``semhash-llm``: one command with subcommands, a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from semhash_llm import __version__
+from semhash_llm.config import ConfigError, PipelineConfig
+
+__all__ = ["main", "build_parser", "config_from_args"]
+
+logger = logging.getLogger("semhash_llm")
+
+
+class _Progress:
+    """Progress on stderr: the current stage, documents done, documents/s."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.stage = ""
+        self.t0 = time.perf_counter()
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        if stage != self.stage:
+            if self.bar is not None:
+                self.bar.close()
+            self.stage = stage
+            self.bar = tqdm(total=total, desc=f"{stage:>6}", unit="doc", unit_scale=True, file=sys.stderr,
+                            dynamic_ncols=True, leave=stage == "read")
+        if total is not None and self.bar.total != total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", help="JSONL(.gz/.zst) or Parquet files, directories, globs, or a "
+                   "directory saved by datasets' save_to_disk")
+    p.add_argument("-o", "--output", required=True, help="output directory")
+    p.add_argument("--config", help="TOML file with one table per section ([reader], [minhash], ...)")
+    g = p.add_argument_group("reader")
+    g.add_argument("--text-field", dest="reader.text_field")
+    g.add_argument("--id-field", dest="reader.id_field")
+    g.add_argument("--on-error", dest="reader.on_error", choices=["raise", "skip"],
+                   help="stop at the first bad record (default) or skip bad records and count them")
+    g.add_argument("--max-doc-chars", dest="reader.max_doc_chars", type=int)
+    g.add_argument("--batch-size", dest="reader.batch_size", type=int)
+    g = p.add_argument_group("normalization and shingles")
+    g.add_argument("--unicode-form", dest="normalize.unicode_form", choices=["NFKC", "NFC", "none"])
+    g.add_argument("--keep-case", dest="normalize.lowercase", action="store_const", const=False)
+    g.add_argument("--keep-punctuation", dest="normalize.strip_punctuation", action="store_const", const=False)
+    g.add_argument("--ngram", dest="shingle.ngram", type=int, help="word n-gram size (default 5)")
+    g.add_argument("--char-ngram", dest="shingle.char_ngram", type=int,
+                   help="character n-gram size for scripts without spaces (default 5)")
+    g = p.add_argument_group("stage 1: Bloom exact")
+    g.add_argument("--no-bloom", dest="bloom.enabled", action="store_const", const=False)
+    g.add_argument("--bloom-fp-rate", dest="bloom.fp_rate", type=float)
+    g.add_argument("--expected-documents", dest="bloom.expected_documents", type=int)
+    g = p.add_argument_group("MinHash LSH")
+    g.add_argument("--no-minhash", dest="minhash.enabled", action="store_const", const=False)
+    g.add_argument("--threshold", dest="minhash.threshold", type=float, help="Jaccard threshold (default 0.8)")
+    g.add_argument("--num-perm", dest="minhash.num_perm", type=int)
+    g.add_argument("--num-bands", dest="minhash.num_bands", type=int)
+    g.add_argument("--rows-per-band", dest="minhash.rows_per_band", type=int)
+    g.add_argument("--max-bucket-size", dest="minhash.max_bucket_size", type=int)
+    g.add_argument("--seed", dest="minhash.seed", type=int)
+    g = p.add_argument_group("select and write")
+    g.add_argument("--keep", dest="select.keep", choices=["first", "longest", "priority"])
+    g.add_argument("--priority-field", dest="select.priority_field")
+    g.add_argument("--priority-order", dest="select.priority_order", choices=["desc", "asc"])
+    g.add_argument("--format", dest="output.format", choices=["parquet", "jsonl"], help="format of the kept output")
+    g.add_argument("--no-kept", dest="output.write_kept", action="store_const", const=False,
+                   help="write only documents.parquet and report.json")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def config_from_args(args: argparse.Namespace) -> PipelineConfig:
+    """Defaults, then the TOML file, then the flags given on the command line."""
+    cfg = PipelineConfig.from_toml(args.config) if getattr(args, "config", None) else PipelineConfig()
+    overrides: dict[str, dict[str, Any]] = {}
+    for key, value in vars(args).items():
+        if "." in key and value is not None:
+            section, name = key.split(".", 1)
+            overrides.setdefault(section, {})[name] = value
+    return cfg.with_overrides(overrides, source="command-line flags") if overrides else cfg
+
+
+def _print_summary(report: dict[str, Any], out: Path) -> None:
+    s = report["summary"]
+    print(f"semhash-llm {report['semhash_llm_version']}  config {report['config_fingerprint']}")
+    print(f"documents {s['documents']:,}  kept {s['kept']:,}  removed {s['removed']:,} "
+          f"(exact {s['exact_removed']:,}, near {s['near_removed']:,})  skipped {s['skipped']:,}  "
+          f"clusters {s['clusters']:,}")
+    print(f"{'stage':<8} {'docs in':>10} {'docs out':>10} {'removed':>9} {'pairs in':>10} {'pairs out':>10} "
+          f"{'seconds':>8} {'peak MiB':>9}")
+    for st in report["funnel"]:
+        print(f"{st['stage']:<8} {st.get('docs_in', 0):>10,} {st.get('docs_out', 0):>10,} "
+              f"{st.get('docs_removed', 0):>9,} {st.get('pairs_in', 0):>10,} {st.get('pairs_out', 0):>10,} "
+              f"{st['seconds']:>8.2f} {st['peak_rss_mb']:>9.0f}")
+    print(f"{report['documents_per_second']:,} documents/s end to end, peak {report['peak_rss_mb']:.0f} MiB; "
+          f"outputs in {out}/")
+
+
+def _cmd_dedup(args: argparse.Namespace) -> int:
+    from semhash_llm.api import Deduplicator
+
+    cfg = config_from_args(args)
+    progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
+    try:
+        result = Deduplicator(cfg, progress=progress).run(args.inputs, args.output)
+    finally:
+        progress.close()
+    _print_summary(result.report, Path(args.output))
+    return 0
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from semhash_llm.sample import build_sample_corpus
+
+    sc = build_sample_corpus(args.output, seed=args.seed)
+    print(f"wrote {sc.documents:,} documents to {sc.corpus} (planted: "
+          + ", ".join(f"{k} {v}" for k, v in sc.planted.items()) + f"); ground truth in {sc.truth}")
+    return 0
+
+
+def _cmd_check_sample(args: argparse.Namespace) -> int:
+    """Compare a dedup output with the sample corpus' planted pairs."""
+    import pyarrow.parquet as pq
+
+    truth = json.loads(Path(args.truth).read_text(encoding="utf-8"))
+    docs = pq.read_table(Path(args.output) / "documents.parquet").to_pylist()
+    by_id = {d["id"]: d for d in docs}
+    found: dict[str, list[int]] = {}
+    for pair in truth["pairs"]:
+        a, b = by_id[pair["id"]], by_id[pair["duplicate_of"]]
+        same = a["cluster_id"] is not None and a["cluster_id"] == b["cluster_id"]
+        hit = found.setdefault(pair["kind"], [0, 0])
+        hit[0] += int(same)
+        hit[1] += 1
+    total = [sum(v[0] for v in found.values()), sum(v[1] for v in found.values())]
+    print("planted duplicates found: " + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in found.items())
+          + f"; all {total[0]}/{total[1]} ({100 * total[0] / max(total[1], 1):.1f}%)")
+    bg_removed = sum(1 for d in docs if d["id"].startswith("bg-") and d["action"] == "remove"
+                     and not str(d["duplicate_of"]).startswith("bg-"))
+    print(f"background documents removed in favour of a planted copy: {bg_removed}")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.suite == "speed":
+        from semhash_llm.bench.speed import run_speed_command
+
+        return run_speed_command(args)
+    try:
+        from semhash_llm.bench.runner import run_bench_command
+    except ImportError as exc:  # pragma: no cover - depends on optional extras
+        print(f"semhash-llm: error: the quality benchmark needs its extras: {exc}. "
+              "Install with: pip install 'semhash-llm[bench]'", file=sys.stderr)
+        return 2
+    return run_bench_command(args)
+
+
+def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("suite", nargs="?", choices=["quality", "speed"], default="quality",
+                   help="quality: the A-E development benchmark (default); speed: throughput against peers")
+    from semhash_llm.bench.speed import add_speed_arguments
+
+    add_speed_arguments(p)
+    try:
+        from semhash_llm.bench.runner import add_bench_arguments
+    except ImportError:  # pragma: no cover
+        return
+    add_bench_arguments(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``semhash-llm`` argument parser."""
+    parser = argparse.ArgumentParser(prog="semhash-llm", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"semhash-llm {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("dedup", help="deduplicate files and write documents.parquet, kept.*, report.json")
+    _add_dedup_arguments(p)
+    p.set_defaults(func=_cmd_dedup)
+    p = sub.add_parser("sample-corpus", help="build an offline sample corpus with planted duplicates")
+    p.add_argument("output", help="directory to write sample.jsonl and sample.truth.json into")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_sample)
+    p = sub.add_parser("check-sample", help="score a dedup output against the sample corpus' planted pairs")
+    p.add_argument("truth", help="sample.truth.json")
+    p.add_argument("output", help="the dedup output directory")
+    p.set_defaults(func=_cmd_check_sample)
+    p = sub.add_parser("bench", help="benchmarks: quality (A-E, default) or speed, against peers")
+    _add_bench_arguments(p)
+    p.set_defaults(func=_cmd_bench)
+    _add_train_parser(sub)
+    return parser
+
+
+def _add_train_parser(sub: Any) -> None:
+    p = sub.add_parser("train", help="train the learned components")
+    tsub = p.add_subparsers(dest="component", required=True)
+    try:
+        from semhash_llm.train.sph import add_train_sph_arguments, run_train_sph_command
+    except ImportError:
+        return
+    tp = tsub.add_parser("sph", help="distil the student and learn the SPH hyperplanes")
+    add_train_sph_arguments(tp)
+    tp.set_defaults(func=lambda a: run_train_sph_command(a))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``semhash-llm``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from semhash_llm.io.readers import InputError
+
+    try:
+        return int(args.func(args))
+    except (ConfigError, InputError, ValueError, OSError) as exc:
+        print(f"semhash-llm: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("semhash-llm: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

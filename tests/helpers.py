@@ -1,0 +1,48 @@
+"""Small corpus builders shared by the tests."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+WORDS = ("data model corpus token train page news web text dedup hash band signature cluster keep remove "
+         "copy near exact bloom filter stage verify judge passage fragment quality score table column river "
+         "mountain city music garden window paper light story market energy water forest").split()
+
+
+def random_text(rng: random.Random, n_words: int = 120) -> str:
+    return " ".join(rng.choice(WORDS) + str(rng.randrange(50)) for _ in range(n_words))
+
+
+def edit_words(rng: random.Random, text: str, n_edits: int = 2) -> str:
+    words = text.split()
+    for _ in range(n_edits):
+        words[rng.randrange(len(words))] = "edited" + str(rng.randrange(1000))
+    return " ".join(words)
+
+
+def make_corpus(n_unique: int = 60, seed: int = 0) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Unique docs, exact copies (case/punctuation changed), near copies; returns (records, truth)."""
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = []
+    truth: dict[str, str] = {}
+    for i in range(n_unique):
+        records.append({"id": f"u{i}", "text": random_text(rng)})
+    for i in range(0, n_unique, 6):
+        src = records[i]
+        records.append({"id": f"x{i}", "text": src["text"].upper() + " !!"})
+        truth[f"x{i}"] = src["id"]
+    for i in range(3, n_unique, 6):
+        src = records[i]
+        records.append({"id": f"n{i}", "text": edit_words(rng, src["text"], 1)})
+        truth[f"n{i}"] = src["id"]
+    return records, truth
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from semhash_llm.cli import build_parser, config_from_args
+from semhash_llm.config import ConfigError, MinHashConfig, PipelineConfig, SelectConfig
+
+
+def test_error_template_names_parameter_range_and_value() -> None:
+    with pytest.raises(ConfigError, match=r"The 'threshold' parameter of MinHashConfig must be a float in "
+                                          r"\(0.0, 1.0\]. Got 1.3 instead."):
+        MinHashConfig(threshold=1.3)
+    with pytest.raises(ConfigError, match="must be at most num_perm"):
+        MinHashConfig(num_perm=64, num_bands=10, rows_per_band=10)
+    with pytest.raises(ConfigError, match="'rows_per_band' parameter of MinHashConfig must be set together with 'num_bands'"):
+        MinHashConfig(num_bands=10)
+    with pytest.raises(ConfigError, match="priority_field"):
+        SelectConfig(keep="priority")
+    with pytest.raises(ConfigError, match="an int"):
+        MinHashConfig(num_perm=True)  # type: ignore[arg-type]
+
+
+def test_toml_python_and_flags_build_the_same_config(tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("[minhash]\nthreshold = 0.7\nnum_perm = 64\n\n[select]\nkeep = 'longest'\n")
+    from_toml = PipelineConfig.from_toml(toml)
+    from_py = PipelineConfig(minhash=MinHashConfig(threshold=0.7, num_perm=64), select=SelectConfig(keep="longest"))
+    args = build_parser().parse_args(["dedup", "x.jsonl", "-o", "out", "--threshold", "0.7", "--num-perm", "64",
+                                      "--keep", "longest"])
+    from_flags = config_from_args(args)
+    assert from_toml == from_py == from_flags
+    assert from_toml.fingerprint() == from_flags.fingerprint()
+    # Flags override the file.
+    args = build_parser().parse_args(["dedup", "x", "-o", "o", "--config", str(toml), "--threshold", "0.9"])
+    cfg = config_from_args(args)
+    assert cfg.minhash.threshold == 0.9 and cfg.minhash.num_perm == 64
+
+
+def test_unknown_keys_and_sections_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"Unknown key\(s\) 'treshold' in section \[minhash\]"):
+        PipelineConfig.from_dict({"minhash": {"treshold": 0.5}})
+    with pytest.raises(ConfigError, match=r"Unknown section \[minhsh\]"):
+        PipelineConfig.from_dict({"minhsh": {}})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[minhash\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        PipelineConfig.from_toml(bad)
+    with pytest.raises(ConfigError, match="not found"):
+        PipelineConfig.from_toml(tmp_path / "missing.toml")
+
+
+def test_fingerprint_is_stable_and_ignores_output_format() -> None:
+    a = PipelineConfig()
+    b = PipelineConfig.from_dict({"output": {"format": "jsonl"}})
+    c = PipelineConfig.from_dict({"minhash": {"threshold": 0.75}})
+    assert a.fingerprint() == b.fingerprint() == PipelineConfig().fingerprint()
+    assert a.fingerprint() != c.fingerprint()
+    assert len(a.fingerprint()) == 16

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from semhash_llm.sketch import BloomFilter, MinHash, ScalableBloomFilter, UnionFind, bloom_parameters
+from semhash_llm.sketch.lsh import band_keys, link_band, lsh_probability, optimal_lsh_params
+from semhash_llm.sketch.minhash import minhash_into, minhash_permutations
+
+
+def _keys(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    return (rng.integers(0, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+            rng.integers(0, 2**63, size=n, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("fp_rate", [0.01, 0.001])
+def test_bloom_false_positive_rate_within_bound(fp_rate: float) -> None:
+    rng = np.random.default_rng(0)
+    n = 20_000
+    bf = BloomFilter(n, fp_rate)
+    hi, lo = _keys(rng, n)
+    seen = bf.add_batch(hi, lo)
+    assert seen.sum() <= 3 * fp_rate * n  # new keys are rarely reported present
+    assert bf.contains(hi, lo).all()  # no false negatives
+    qhi, qlo = _keys(rng, 200_000)
+    observed = bf.contains(qhi, qlo).mean()
+    assert observed <= 1.5 * fp_rate, observed
+
+
+def test_bloom_parameters_formula() -> None:
+    m, k = bloom_parameters(1_000_000, 0.01)
+    assert abs(m / 1_000_000 - 9.585) < 0.01  # -ln p / ln^2 2 bits per key
+    assert k == 7
+
+
+def test_bloom_finds_repeats_inside_a_batch() -> None:
+    bf = BloomFilter(100, 0.001)
+    hi = np.array([5, 6, 5, 7, 6], dtype=np.uint64)
+    lo = np.array([1, 2, 1, 3, 2], dtype=np.uint64)
+    assert bf.add_batch(hi, lo).tolist() == [False, False, True, False, True]
+
+
+def test_scalable_bloom_grows_and_keeps_its_bound() -> None:
+    rng = np.random.default_rng(1)
+    sbf = ScalableBloomFilter(0.01, initial_capacity=1000)
+    hi, lo = _keys(rng, 20_000)
+    for start in range(0, hi.size, 1000):
+        sbf.add_batch(hi[start:start + 1000], lo[start:start + 1000])
+    assert len(sbf.slices_) > 3
+    assert sbf.add_batch(hi[:500], lo[:500]).all()
+    qhi, qlo = _keys(rng, 50_000)
+    fp = 0
+    for s in range(0, qhi.size, 5000):  # query only: copy of the state
+        seen = np.zeros(5000, dtype=bool)
+        for sl in sbf.slices_:
+            sl.contains(qhi[s:s + 5000], qlo[s:s + 5000], seen)
+        fp += int(seen.sum())
+    assert fp / qhi.size <= 2 * 0.01
+
+
+def _sets_with_jaccard(rng: np.random.Generator, size: int, j: float) -> tuple[np.ndarray, np.ndarray]:
+    # |A ∩ B| = c, |A| = |B| = size: J = c / (2 size - c)
+    c = int(round(2 * size * j / (1 + j)))
+    universe = rng.choice(2**62, size=2 * size, replace=False).astype(np.uint64)
+    common = universe[:c]
+    a = np.concatenate([common, universe[c:size]])
+    b = np.concatenate([common, universe[size:2 * size - c]])
+    return a, b
+
+
+@pytest.mark.parametrize("j", [0.1, 0.3, 0.5, 0.8, 0.95])
+def test_minhash_estimates_jaccard(j: float) -> None:
+    rng = np.random.default_rng(42)
+    errors = []
+    for _ in range(40):
+        a, b = _sets_with_jaccard(rng, 300, j)
+        true = len(set(a.tolist()) & set(b.tolist())) / len(set(a.tolist()) | set(b.tolist()))
+        ma, mb = MinHash(256, seed=7), MinHash(256, seed=7)
+        ma.update_hashes(a)
+        mb.update_hashes(b)
+        errors.append(ma.jaccard(mb) - true)
+    errors_arr = np.asarray(errors)
+    assert abs(errors_arr.mean()) < 0.02  # unbiased
+    assert np.abs(errors_arr).max() < 4 * np.sqrt(j * (1 - j) / 256) + 0.01  # each within ~4 sigma
+
+
+def test_minhash_update_is_incremental_and_order_free() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 2**63, size=100, dtype=np.uint64)
+    m1, m2 = MinHash(64), MinHash(64)
+    m1.update_hashes(x)
+    m2.update_hashes(x[50:][::-1])
+    m2.update_hashes(x[:50])
+    assert np.array_equal(m1.hashvalues, m2.hashvalues)
+    with pytest.raises(ValueError, match="num_perm"):
+        MinHash(0)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_optimal_params_respect_num_perm(threshold: float) -> None:
+    b, r = optimal_lsh_params(threshold, 128)
+    assert b * r <= 128
+    # The S-curve rises through the threshold region.
+    assert lsh_probability(threshold - 0.2, b, r) < 0.5 < lsh_probability(min(1.0, threshold + 0.1), b, r)
+
+
+def test_lsh_s_curve_matches_formula() -> None:
+    rng = np.random.default_rng(5)
+    num_perm, b, r = 128, 16, 8
+    a_, b_ = minhash_permutations(num_perm, 11)
+    for s in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
+        trials = 300
+        hits = 0
+        for _ in range(trials):
+            x, y = _sets_with_jaccard(rng, 200, s)
+            sig = np.empty((2, num_perm), dtype=np.uint32)
+            minhash_into(x, x.size, a_, b_, sig[0])
+            minhash_into(y, y.size, a_, b_, sig[1])
+            keys = band_keys(sig, b, r)
+            hits += bool((keys[0] == keys[1]).any())
+        expected = float(lsh_probability(s, b, r))
+        sd = np.sqrt(expected * (1 - expected) / trials)
+        assert abs(hits / trials - expected) <= 4 * sd + 0.03, (s, hits / trials, expected)
+
+
+def _components(n: int, pairs: list[tuple[int, int]]) -> list[int]:
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for a, b in pairs:
+        adj[a].append(b)
+        adj[b].append(a)
+    comp = [-1] * n
+    for s in range(n):
+        if comp[s] >= 0:
+            continue
+        stack = [s]
+        members = []
+        comp[s] = s
+        while stack:
+            u = stack.pop()
+            members.append(u)
+            for v in adj[u]:
+                if comp[v] < 0:
+                    comp[v] = s
+                    stack.append(v)
+        low = min(members)
+        for m in members:
+            comp[m] = low
+    return comp
+
+
+def test_union_find_matches_components_and_roots_are_minimal() -> None:
+    rng = np.random.default_rng(9)
+    n = 500
+    pairs = [(int(a), int(b)) for a, b in rng.integers(0, n, size=(300, 2))]
+    uf = UnionFind(n)
+    uf.union_many(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+    assert uf.roots().tolist() == _components(n, pairs)
+    # Order of unions does not matter.
+    uf2 = UnionFind(n)
+    for a, b in reversed(pairs):
+        uf2.union(b, a)
+    assert uf2.roots().tolist() == uf.roots().tolist()
+    assert uf.union(0, 0) is False
+
+
+def test_hot_bucket_is_linked_linearly() -> None:
+    n = 5000
+    sigs = np.tile(np.arange(32, dtype=np.uint32), (n, 1))
+    keys = band_keys(sigs, 4, 8)
+    col = np.ascontiguousarray(keys[:, 0])
+    order = np.argsort(col, kind="stable")
+    parent = np.arange(n, dtype=np.int64)
+    ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
+    es = np.empty(n, np.float32)
+    counters = np.zeros(4, np.int64)
+    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, 32, 8, ea, eb, es, counters)
+    assert counters[1] == n - 1  # compared: one per member, not n(n-1)/2
+    assert counters[2] == n - 1
+    assert (eb[: n - 1] == 0).all()  # every member linked to the representative
+
+
+def test_hot_bucket_with_two_clusters_restars() -> None:
+    n = 100
+    sigs = np.zeros((n, 32), dtype=np.uint32)
+    sigs[:, :8] = 7  # every row shares band 0
+    sigs[1::2, 8:] = 1  # odd rows form a second cluster, far from the even rows
+    col = np.ascontiguousarray(band_keys(sigs, 4, 8)[:, 0])
+    order = np.argsort(col, kind="stable")
+    parent = np.arange(n, dtype=np.int64)
+    ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
+    es = np.empty(n, np.float32)
+    counters = np.zeros(4, np.int64)
+    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, 8, 8, ea, eb, es, counters)
+    uf_roots = [int(_find(parent, i)) for i in range(n)]
+    assert set(uf_roots[0::2]) == {0} and set(uf_roots[1::2]) == {1}
+    assert counters[1] < 2 * n
+
+
+def _find(parent: np.ndarray, x: int) -> int:
+    while parent[x] != x:
+        x = parent[x]
+    return x
