@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from helpers import make_corpus, write_jsonl
 
 from semhash_llm.cli import main
-
-from helpers import make_corpus, write_jsonl
 
 CONTRACT = ["id", "action", "duplicate_of", "relation", "cluster_id", "score", "decided_by", "fragments"]
 

@@ -8,11 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from helpers import write_jsonl
 
 from semhash_llm.config import ReaderConfig
 from semhash_llm.io import InputError, iter_batches, resolve_inputs
-
-from helpers import write_jsonl
 
 RECS = [{"id": "a", "text": "first document"}, {"id": "b", "text": "second document"}]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from semhash_llm.api import DedupResult, Deduplicator, deduplicate  # noqa: E402
+from semhash_llm.api import Deduplicator, DedupResult, deduplicate  # noqa: E402
 from semhash_llm.config import ConfigError, PipelineConfig  # noqa: E402
 
 __all__ = ["__version__", "deduplicate", "Deduplicator", "DedupResult", "PipelineConfig", "ConfigError"]

@@ -142,9 +142,10 @@ class Deduplicator:
         if cfg.output.write_kept:
             kept: dict[int, dict[int, str]] = {}
             mask = state.kept_mask()
-            ids = state.ids
-            for d in np.flatnonzero(mask).tolist():
-                kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ids[d].as_py()
+            kept_idx = np.flatnonzero(mask)
+            kept_ids = state.ids.take(pa.array(kept_idx)).to_pylist()
+            for d, ident in zip(kept_idx.tolist(), kept_ids):
+                kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ident
             if self.progress:
                 self.progress("write", 0, int(mask.sum()))
             kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,

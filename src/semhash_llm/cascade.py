@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from semhash_llm.config import PipelineConfig
 from semhash_llm.io.sources import Source
@@ -121,48 +122,49 @@ class CascadeState:
         return int(self.status.shape[0])
 
     def documents_table(self) -> pa.Table:
-        """The ``documents.parquet`` contract table (plus ``skip_reason``), in input order."""
+        """The ``documents.parquet`` contract table (plus ``skip_reason``), in input order.
+
+        Built column by column with Arrow kernels, without a Python object per document.
+        """
         n = self.num_documents
         sel = self.selection
         keeper = sel.keeper
-        removed = (keeper != np.arange(n)) | (self.status == DocStatus.SKIPPED)
-        ids_list = self.ids.to_pylist()
-        action = np.where(removed, "remove", "keep")
+        index = np.arange(n)
+        skipped = self.status == DocStatus.SKIPPED
+        removed = (keeper != index) | skipped
         in_cluster = sel.cluster_size > 1
+        is_dup = in_cluster & (keeper != index)
         same_digest = (self.digest_hi == self.digest_hi[keeper]) & (self.digest_lo == self.digest_lo[keeper])
-        duplicate_of: list[str | None] = [None] * n
-        relation: list[str | None] = [None] * n
-        decided_by: list[str | None] = [None] * n
-        cluster_id: list[str | None] = [None] * n
-        score: list[float | None] = [None] * n
-        skip_reason: list[str | None] = [None] * n
-        for i in np.flatnonzero(in_cluster).tolist():
-            k = int(keeper[i])
-            cluster_id[i] = ids_list[k]
-            if k == i:
-                continue
-            duplicate_of[i] = ids_list[k]
-            if same_digest[i]:
-                relation[i], decided_by[i], score[i] = "exact", "bloom", 1.0
-            else:
-                rel, dec = EDGE_KINDS[int(sel.via_kind[i])]
-                relation[i], decided_by[i] = rel, dec
-                score[i] = float(sel.via_score[i])
+        # Relation codes: 0 exact (same normalized text as the survivor), 1 + edge kind otherwise.
+        names = [("exact", "bloom")] + [EDGE_KINDS[k] for k in sorted(EDGE_KINDS)] + [("skipped", "reader")]
+        code = np.where(same_digest, 0, 1 + np.maximum(sel.via_kind, 0))
+        code[skipped] = len(names) - 1
+        has_code = is_dup | skipped
+        code_arr = pa.array(code.astype(np.int32), mask=~has_code)
+        relation = pa.DictionaryArray.from_arrays(code_arr, pa.array([r for r, _ in names])).cast(pa.string())
+        decided = pa.DictionaryArray.from_arrays(code_arr, pa.array([d for _, d in names])).cast(pa.string())
+        score = np.where(same_digest, 1.0, sel.via_score)
+        keeper_ids = self.ids.take(pa.array(keeper))
+        null_str = pa.nulls(n, pa.string())
+        action = pa.DictionaryArray.from_arrays(pa.array(removed.astype(np.int8)),
+                                                pa.array(["keep", "remove"])).cast(pa.string())
+        reasons: list[str | None] = [None] * n
         for i, reason in self.skip_reasons.items():
-            relation[i] = "skipped"
-            decided_by[i] = "reader"
-            skip_reason[i] = reason
+            reasons[i] = reason
         return pa.table(
             {
-                "id": pa.array(ids_list, pa.string()),
-                "action": pa.array(action.tolist(), pa.string()),
-                "duplicate_of": pa.array(duplicate_of, pa.string()),
-                "relation": pa.array(relation, pa.string()),
-                "cluster_id": pa.array(cluster_id, pa.string()),
-                "score": pa.array(score, pa.float64()),
-                "decided_by": pa.array(decided_by, pa.string()),
-                "fragments": pa.array([[] for _ in range(n)], pa.list_(pa.list_(pa.int64(), 2))),
-                "skip_reason": pa.array(skip_reason, pa.string()),
+                "id": self.ids,
+                "action": action,
+                "duplicate_of": pc.if_else(pa.array(is_dup), keeper_ids, null_str),
+                "relation": relation,
+                "cluster_id": pc.if_else(pa.array(in_cluster), keeper_ids, null_str),
+                "score": pa.array(score, pa.float64(), mask=~is_dup),
+                "decided_by": decided,
+                "fragments": pa.ListArray.from_arrays(
+                    pa.array(np.zeros(n + 1, dtype=np.int32)),
+                    pa.array([], pa.list_(pa.int64(), 2)),
+                ),
+                "skip_reason": pa.array(reasons, pa.string()),
             }
         )
 
@@ -360,8 +362,6 @@ def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:
 
 
 def _check_unique_ids(ids: pa.Array, file_index: np.ndarray, ordinal: np.ndarray, source: Source) -> None:
-    import pyarrow.compute as pc
-
     from semhash_llm.io.readers import InputError
 
     if len(ids) == pc.count_distinct(ids).as_py():

@@ -75,7 +75,7 @@ def make_speed_corpus(num_docs: int = 100_000, doc_chars: int = 2000, near_fract
     kind = [0] * num_unique
     near_src = rng.integers(0, num_unique, size=num_near)
     extra: list[tuple[float, str, int]] = []
-    for k, src in enumerate(near_src):
+    for src in near_src:
         words = list(vocab_arr[all_words[offsets[src]:offsets[src + 1]]])
         rate = rng.uniform(0.005, 0.02)
         n_edit = max(1, int(rate * len(words)))

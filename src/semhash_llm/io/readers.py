@@ -19,7 +19,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator, Literal, Sequence
+from typing import IO, Any, Iterator, Literal, Sequence, cast
 
 import orjson
 import pyarrow as pa
@@ -212,7 +212,7 @@ def resolve_inputs(inputs: Sequence[str | Path]) -> list[InputFile]:
 def _open_binary(path: Path) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
         import zstandard
 

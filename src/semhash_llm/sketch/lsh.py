@@ -19,7 +19,7 @@ import numpy as np
 from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
-__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "link_band", "LinkStats", "MAX_STAR_ROUNDS"]
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "link_band", "MAX_STAR_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -71,18 +71,6 @@ def band_keys(sigs: np.ndarray, num_bands: int, rows_per_band: int) -> np.ndarra
                 h ^= h >> _S29
             out[i, j] = h ^ (h >> _S31)
     return out
-
-
-class LinkStats:
-    """Counters of :func:`link_band`: pairs proposed, compared and accepted."""
-
-    __slots__ = ("proposed", "compared", "accepted", "unresolved")
-
-    def __init__(self) -> None:
-        self.proposed = 0
-        self.compared = 0
-        self.accepted = 0
-        self.unresolved = 0
 
 
 @nb.njit(cache=True)
