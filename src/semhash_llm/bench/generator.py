@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import xxhash
+
 from semhash_llm.bench import sources as src
 from semhash_llm.bench.perturb import apply_ocr_noise, apply_typos, vary_copy
 from semhash_llm.bench.truth import (
@@ -81,7 +83,7 @@ SIZES: dict[str, SizeSpec] = {
     "full": SizeSpec(
         a_groups=None, b_hot_docs=25, b_top_count=60, c_groups=1600, d_excerpts=1000, d_quoted_replies=40,
         e_fragments=70, paws_negative_pairs=1000, qqp_negative_pairs=1000, stsb_negative_pairs=600,
-        paws_paraphrase_pairs=600, background_long=1150, background_medium=2400, background_short=4400,
+        paws_paraphrase_pairs=600, background_long=650, background_medium=2300, background_short=4900,
     ),
 }
 
@@ -120,28 +122,48 @@ class _Pool:
 
 
 class _Used:
-    """Texts already in the corpus, by word sequence and by bag of words, so no unplanned duplicate slips in."""
+    """Texts already in the corpus, so that no unplanned duplicate slips in.
+
+    A text is refused if its word sequence or its bag of words is already present, or if it shares any
+    word 8-gram (a whole text of fewer than 8 words counts as one gram) with a text already present:
+    real sources hold their own near-duplicates (re-run wire stories, quoting replies, PAWS sentences
+    reused across pairs) and those would otherwise become unlabelled duplicates of must-keep documents.
+    """
+
+    GRAM = 8
 
     def __init__(self) -> None:
         self._seq: set[str] = set()
         self._bag: set[frozenset[str]] = set()
+        self._grams: set[int] = set()
 
-    @staticmethod
-    def keys(text: str) -> tuple[str, frozenset[str]]:
+    @classmethod
+    def keys(cls, text: str) -> tuple[str, frozenset[str], set[int]]:
         words = re.findall(r"\w+", text.lower())
-        return " ".join(words), frozenset(words)
+        n = cls.GRAM
+        grams = {xxhash.xxh3_64_intdigest(" ".join(words[i : i + n]).encode()) for i in range(max(1, len(words) - n + 1))}
+        return " ".join(words), frozenset(words), grams
 
-    def free(self, *texts: str) -> bool:
-        return all(k[0] not in self._seq and k[1] not in self._bag for k in map(self.keys, texts))
+    def free(self, *texts: str, grams: bool = True) -> bool:
+        for seq, bag, gr in map(self.keys, texts):
+            if seq in self._seq or bag in self._bag or (grams and not gr.isdisjoint(self._grams)):
+                return False
+        return True
 
-    def claim(self, *texts: str) -> bool:
-        """Claim all texts at once if none is taken; a pair may share its own bag of words (PAWS)."""
-        if not self.free(*texts):
+    def claim(self, *texts: str, grams: bool = True) -> bool:
+        """Claim all texts at once if none collides with the corpus (they may overlap each other).
+
+        ``grams=False`` checks and records only the exact keys (used for re-wrapped type-A pages, whose
+        donor chrome legitimately recurs).
+        """
+        if not self.free(*texts, grams=grams):
             return False
         for t in texts:
-            seq, bag = self.keys(t)
+            seq, bag, gr = self.keys(t)
             self._seq.add(seq)
             self._bag.add(bag)
+            if grams:
+                self._grams.update(gr)
         return True
 
 
@@ -175,14 +197,24 @@ def _is_english_like(text: str) -> bool:
     return ascii_share > 0.97
 
 
-def generate(data_dir: Path | str, size: BenchSize | str, seed: int, out_dir: Path | str) -> GeneratedBench:
-    """Build the benchmark corpus and truth into ``out_dir`` (created if needed)."""
+def generate(
+    data_dir: Path | str,
+    size: BenchSize | str,
+    seed: int,
+    out_dir: Path | str,
+    spec: SizeSpec | None = None,
+) -> GeneratedBench:
+    """Build the benchmark corpus and truth into ``out_dir`` (created if needed).
+
+    ``spec`` replaces the counts of ``size`` (tests use tiny specs); ``size`` is still recorded in the truth.
+    """
     data = Path(data_dir)
     if not data.is_dir():
         raise src.DataError(f"benchmark data directory {data} does not exist (pass --data DIR or set SEMHASH_LLM_DATA)")
-    if size not in SIZES:
-        raise ValueError(f"The 'size' parameter of generate must be one of {sorted(SIZES)}. Got {size!r} instead.")
-    spec = SIZES[size]
+    if spec is None:
+        if size not in SIZES:
+            raise ValueError(f"The 'size' parameter of generate must be one of {sorted(SIZES)}. Got {size!r} instead.")
+        spec = SIZES[size]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -237,8 +269,9 @@ def generate(data_dir: Path | str, size: BenchSize | str, seed: int, out_dir: Pa
                 site_pages.setdefault(prefix, []).append(p)
     same_site_names: set[str] = set()
     for prefix in sorted(site_pages):
-        members = [p for p in site_pages[prefix] if len(p.page_text) >= 300 and used.claim(p.page_text)]
-        if len(members) >= 2:
+        members = [p for p in site_pages[prefix] if len(p.page_text) >= 300]
+        # One template, several articles: the pages share their chrome, so they are claimed together.
+        if len(members) >= 2 and used.claim(*[p.page_text for p in members]):
             negs.append(("same_site_template", [add(p.page_text, "negative", f"readability:{p.name}") for p in members]))
         same_site_names.update(p.name for p in site_pages[prefix])
 
@@ -286,7 +319,7 @@ def generate(data_dir: Path | str, size: BenchSize | str, seed: int, out_dir: Pa
             texts.append(("\n".join(x for x in parts if x), f"readability:{page.name}+chrome:{donor.name}"))
         if len(texts) < 2:
             continue
-        if not used.claim(*[t for t, _ in texts]):
+        if not used.claim(page.article_text) or not used.claim(*[t for t, _ in texts], grams=False):
             continue
         groups.append((f"A-{gi:04d}", "A", [add(t, "group_member", s) for t, s in texts]))
 

@@ -137,6 +137,11 @@ def read_lee(root: Path) -> list[str]:
 _HEADER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: ")
 
 
+def _is_header_block(block: str) -> bool:
+    lines = [h for h in block.split("\n") if h]
+    return bool(lines) and all(_HEADER_RE.match(h) or h.startswith((" ", "\t")) for h in lines)
+
+
 def read_newsgroups(root: Path) -> list[NewsPost]:
     """20-Newsgroups posts with the header block stripped; the subject is kept."""
     path = _require(root / "gensim_lee_wiki" / "mini_newsgroup.jsonl")
@@ -159,9 +164,14 @@ def read_newsgroups(root: Path) -> list[NewsPost]:
             for hline in head.split("\n"):
                 if hline.lower().startswith("subject:"):
                     subject = hline.split(":", 1)[1].strip()
-            if head and not all(_HEADER_RE.match(h) or h.startswith((" ", "\t")) for h in head.split("\n") if h):
+            if head and not _is_header_block(head):
                 # Not a header block after all: keep the whole text as the body.
                 body = text
+            while True:  # some posts carry a second (forwarded / Xref) header block
+                nxt, sep2, rest = body.strip().partition("\n\n")
+                if not sep2 or not _is_header_block(nxt):
+                    break
+                body = rest
             posts.append(NewsPost(subject=subject, body=body.strip(), origin=f"{path}:{lineno}"))
     return posts
 

@@ -1,0 +1,318 @@
+"""Score a decisions table against the benchmark's ground truth, exactly as BENCHMARK.md §2 defines.
+
+* S_A, S_B, S_C — deletion recall: a group of n copies needs n−1 removals; the share of those made
+  (removals beyond n−1 count as a false deletion of the group's representative).
+* S_D — containment accuracy: the share of (child, parent) pairs with the child removed and the parent kept.
+* S_E — fragment removal rate: of the redundant occurrences of each fragment (all but one), the share whose
+  span is removed (≥ 80 % of it covered by the union of the reported spans) while the host is kept.
+* FDR — removed must-keep documents / must-keep documents. Must-keep: background documents, D parents,
+  E hosts, hard negatives, one representative per A/B/C group and one per semantic pair (both members of a
+  paraphrase pair removed counts once). Also reported per hard-negative family.
+* composite = 100 × (0.25·S_A + 0.15·S_B + 0.20·S_C + 0.20·S_D + 0.20·S_E), and 0 when FDR > 10 %.
+* semantic P/R over the PAWS documents: a predicted pair is (removed, duplicate_of) or two documents with the
+  same cluster_id, both PAWS documents; precision = predicted pairs that are paraphrase pairs / predicted
+  pairs, recall = paraphrase pairs predicted / paraphrase pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from semhash_llm.bench.truth import GroundTruth
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CONTRACT_COLUMNS",
+    "WEIGHTS",
+    "FDR_LIMIT",
+    "FRAGMENT_OVERLAP",
+    "DecisionsError",
+    "Decisions",
+    "ScoreResult",
+    "load_decisions",
+    "score",
+    "oracle_decisions",
+    "keep_all_decisions",
+    "remove_all_decisions",
+    "decisions_table",
+]
+
+CONTRACT_COLUMNS = ("id", "action", "duplicate_of", "relation", "cluster_id", "score", "decided_by", "fragments")
+WEIGHTS = {"A": 0.25, "B": 0.15, "C": 0.20, "D": 0.20, "E": 0.20}
+FDR_LIMIT = 0.10
+FRAGMENT_OVERLAP = 0.80
+
+
+class DecisionsError(ValueError):
+    """A decisions table breaks the output contract (BENCHMARK.md §1)."""
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The parts of a decisions table the scorer reads, checked against the corpus ids."""
+
+    removed: frozenset[str]
+    duplicate_of: dict[str, str]
+    cluster_of: dict[str, str]
+    fragments: dict[str, list[tuple[int, int]]]
+
+
+@dataclass
+class ScoreResult:
+    """One system's scores on the benchmark."""
+
+    s_a: float
+    s_b: float
+    s_c: float
+    s_d: float
+    s_e: float
+    composite: float
+    fdr: float
+    fdr_by_family: dict[str, float]
+    semantic_precision: float | None
+    semantic_recall: float
+    removed: int
+    false_deletions: int
+    must_keep: int
+    details: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def decisions_table(
+    ids: list[str],
+    removed: dict[str, str | None],
+    relation: dict[str, str] | None = None,
+    cluster_of: dict[str, str] | None = None,
+    score: dict[str, float] | None = None,
+    decided_by: dict[str, str] | None = None,
+    fragments: dict[str, list[tuple[int, int]]] | None = None,
+) -> pa.Table:
+    """Build a contract-shaped decisions table (BENCHMARK.md §1) from plain mappings."""
+    relation, cluster_of, score = relation or {}, cluster_of or {}, score or {}
+    decided_by, fragments = decided_by or {}, fragments or {}
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "action": pa.array(["remove" if i in removed else "keep" for i in ids], pa.string()),
+            "duplicate_of": pa.array([removed.get(i) for i in ids], pa.string()),
+            "relation": pa.array([relation.get(i) for i in ids], pa.string()),
+            "cluster_id": pa.array([cluster_of.get(i) for i in ids], pa.string()),
+            "score": pa.array([score.get(i) for i in ids], pa.float64()),
+            "decided_by": pa.array([decided_by.get(i) for i in ids], pa.string()),
+            "fragments": pa.array([[list(s) for s in fragments.get(i, [])] for i in ids], pa.list_(pa.list_(pa.int64()))),
+        }
+    )
+
+
+def load_decisions(decisions: pa.Table | Path | str, truth: GroundTruth) -> Decisions:
+    """Check a decisions table (or a ``documents.parquet`` path) against the contract and the corpus ids."""
+    origin = "decisions table"
+    if isinstance(decisions, (str, Path)):
+        origin = str(decisions)
+        try:
+            decisions = pq.read_table(decisions)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DecisionsError(f"{origin}: cannot read parquet: {exc}") from exc
+    missing = [c for c in CONTRACT_COLUMNS if c not in decisions.column_names]
+    if missing:
+        raise DecisionsError(f"{origin}: missing contract columns {missing}; has {decisions.column_names}")
+    cols = {c: decisions.column(c).to_pylist() for c in ("id", "action", "duplicate_of", "cluster_id", "fragments")}
+    removed: set[str] = set()
+    dup_of: dict[str, str] = {}
+    cluster_of: dict[str, str] = {}
+    frags: dict[str, list[tuple[int, int]]] = {}
+    seen: set[str] = set()
+    docs = truth.documents
+    for row, doc_id in enumerate(cols["id"]):
+        if not isinstance(doc_id, str):
+            raise DecisionsError(f"{origin}: row {row}: field 'id' must be a string, got {doc_id!r}")
+        if doc_id in seen:
+            raise DecisionsError(f"{origin}: row {row}: id {doc_id!r} appears twice (one row per document)")
+        if doc_id not in docs:
+            raise DecisionsError(f"{origin}: row {row}: id {doc_id!r} is not a document of the corpus")
+        seen.add(doc_id)
+        action = cols["action"][row]
+        if action == "remove":
+            removed.add(doc_id)
+            target = cols["duplicate_of"][row]
+            if target is not None:
+                if target not in docs:
+                    raise DecisionsError(f"{origin}: row {row}: duplicate_of {target!r} is not a document of the corpus")
+                dup_of[doc_id] = target
+        elif action != "keep":
+            raise DecisionsError(f"{origin}: row {row}: field 'action' must be 'keep' or 'remove', got {action!r}")
+        cl = cols["cluster_id"][row]
+        if cl is not None:
+            cluster_of[doc_id] = str(cl)
+        spans = cols["fragments"][row] or []
+        if spans:
+            out: list[tuple[int, int]] = []
+            length = docs[doc_id].length
+            for span in spans:
+                if span is None or len(span) != 2 or not 0 <= span[0] <= span[1] <= length:
+                    raise DecisionsError(
+                        f"{origin}: row {row} (id {doc_id!r}): field 'fragments' needs [start, end] with "
+                        f"0 ≤ start ≤ end ≤ {length}, got {span!r}"
+                    )
+                out.append((int(span[0]), int(span[1])))
+            frags[doc_id] = out
+    if len(seen) != len(docs):
+        absent = sorted(set(docs) - seen)
+        raise DecisionsError(f"{origin}: {len(absent)} corpus documents have no row, e.g. {absent[:5]}")
+    for doc_id, target in dup_of.items():
+        if target in removed:
+            logger.debug("%s: %s is a duplicate of %s, which is itself removed", origin, doc_id, target)
+    return Decisions(frozenset(removed), dup_of, cluster_of, frags)
+
+
+def _covered(spans: list[tuple[int, int]], start: int, end: int) -> int:
+    """Characters of [start, end) covered by the union of ``spans``."""
+    total, cursor = 0, start
+    for s, e in sorted(spans):
+        s, e = max(s, cursor), min(e, end)
+        if e > s:
+            total += e - s
+            cursor = e
+    return total
+
+
+def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth) -> ScoreResult:
+    """Score one system's decisions on the benchmark (see the module docstring for the definitions)."""
+    dec = decisions if isinstance(decisions, Decisions) else load_decisions(decisions, truth)
+    removed = dec.removed
+    details: dict[str, int] = {}
+
+    # A, B, C: deletion recall; removing all n counts one false deletion (the representative).
+    group_rep_false = 0
+    group_rep_total = 0
+    s: dict[str, float] = {}
+    for cat in "ABC":
+        need = made = 0
+        for g in (g for g in truth.groups if g.category == cat):
+            n_removed = sum(1 for m in g.members if m in removed)
+            need += len(g.members) - 1
+            made += min(n_removed, len(g.members) - 1)
+            group_rep_total += 1
+            group_rep_false += int(n_removed == len(g.members))
+        s[cat] = made / need if need else 0.0
+        details[f"{cat}_removals_needed"], details[f"{cat}_removals_made"] = need, made
+
+    # D: containment accuracy.
+    ok = sum(1 for c in truth.containments if c.child in removed and c.parent not in removed)
+    s["D"] = ok / len(truth.containments) if truth.containments else 0.0
+    details["D_pairs"], details["D_correct"] = len(truth.containments), ok
+
+    # E: fragment removal rate over the redundant occurrences.
+    need = made = 0
+    for f in truth.fragments:
+        need += len(f.occurrences) - 1
+        hits = sum(
+            1
+            for o in f.occurrences
+            if o.doc_id not in removed
+            and _covered(dec.fragments.get(o.doc_id, []), o.start, o.end) >= FRAGMENT_OVERLAP * (o.end - o.start)
+        )
+        made += min(hits, len(f.occurrences) - 1)
+    s["E"] = made / need if need else 0.0
+    details["E_occurrences_redundant"], details["E_occurrences_removed"] = need, made
+
+    # FDR over the must-keep documents.
+    must_keep = [d for d, info in truth.documents.items() if info.role in ("background", "d_parent", "e_host", "negative")]
+    false_docs = sum(1 for d in must_keep if d in removed)
+    sem_false = sum(1 for a, b in truth.semantic_pairs if a in removed and b in removed)
+    total_keep = len(must_keep) + group_rep_total + len(truth.semantic_pairs)
+    false_deletions = false_docs + group_rep_false + sem_false
+    fdr = false_deletions / total_keep if total_keep else 0.0
+    fam_total: dict[str, int] = defaultdict(int)
+    fam_removed: dict[str, int] = defaultdict(int)
+    for n in truth.negatives:
+        for m in n.members:
+            fam_total[n.family] += 1
+            fam_removed[n.family] += int(m in removed)
+    fdr_by_family = {f: fam_removed[f] / fam_total[f] for f in sorted(fam_total)}
+    for role in ("background", "d_parent", "e_host"):
+        ids = [d for d, info in truth.documents.items() if info.role == role]
+        if ids:
+            fdr_by_family[f"role:{role}"] = sum(1 for d in ids if d in removed) / len(ids)
+    if group_rep_total:
+        fdr_by_family["role:group_representative"] = group_rep_false / group_rep_total
+
+    # Semantic duplicates: pair precision / recall over the PAWS documents.
+    paws_docs = {d for d, info in truth.documents.items() if info.source == "paws_dev"}
+    predicted: set[frozenset[str]] = set()
+    for a, b in dec.duplicate_of.items():
+        if a in paws_docs and b in paws_docs and a != b:
+            predicted.add(frozenset((a, b)))
+    by_cluster: dict[str, list[str]] = defaultdict(list)
+    for d, cl in dec.cluster_of.items():
+        if d in paws_docs:
+            by_cluster[cl].append(d)
+    for members in by_cluster.values():
+        if len(members) > 50:  # a giant cluster: count its pairs without listing them all
+            logger.debug("semantic scoring: cluster with %d PAWS documents", len(members))
+        for i, a in enumerate(members):
+            for b in members[i + 1 :]:
+                predicted.add(frozenset((a, b)))
+    positives = {frozenset(p) for p in truth.semantic_pairs}
+    tp = len(predicted & positives)
+    precision = tp / len(predicted) if predicted else None
+    recall = tp / len(positives) if positives else 0.0
+    details["semantic_predicted_pairs"], details["semantic_true_pairs_found"] = len(predicted), tp
+
+    composite = 100.0 * sum(WEIGHTS[c] * s[c] for c in "ABCDE")
+    if fdr > FDR_LIMIT:
+        composite = 0.0
+    return ScoreResult(
+        s_a=s["A"], s_b=s["B"], s_c=s["C"], s_d=s["D"], s_e=s["E"],
+        composite=composite, fdr=fdr, fdr_by_family=fdr_by_family,
+        semantic_precision=precision, semantic_recall=recall,
+        removed=len(removed), false_deletions=false_deletions, must_keep=total_keep, details=details,
+    )
+
+
+# ---- reference decision tables used by the self-test ---------------------------------------------------
+
+def oracle_decisions(truth: GroundTruth) -> pa.Table:
+    """The decisions the ground truth asks for: first member of each group kept, the rest removed; D children
+    removed; every fragment occurrence but the first cut from its (kept) host; paraphrase pairs merged."""
+    ids = list(truth.documents)
+    removed: dict[str, str | None] = {}
+    relation: dict[str, str] = {}
+    cluster: dict[str, str] = {}
+    frags: dict[str, list[tuple[int, int]]] = {}
+    rel = {"A": "near_duplicate", "B": "near_duplicate", "C": "near_duplicate"}
+    for g in truth.groups:
+        keep = g.members[0]
+        cluster[keep] = g.group_id
+        for m in g.members[1:]:
+            removed[m], relation[m], cluster[m] = keep, rel[g.category], g.group_id
+    for c in truth.containments:
+        removed[c.child], relation[c.child] = c.parent, "contained_in"
+        cluster[c.child] = cluster[c.parent] = f"D:{c.parent}"
+    for f in truth.fragments:
+        for o in f.occurrences[1:]:
+            frags.setdefault(o.doc_id, []).append((o.start, o.end))
+    for a, b in truth.semantic_pairs:
+        removed[b], relation[b] = a, "semantic"
+        cluster[a] = cluster[b] = f"S:{a}"
+    return decisions_table(ids, removed, relation, cluster, {d: 1.0 for d in removed}, {d: "oracle" for d in removed}, frags)
+
+
+def keep_all_decisions(truth: GroundTruth) -> pa.Table:
+    """Keep every document."""
+    return decisions_table(list(truth.documents), {})
+
+
+def remove_all_decisions(truth: GroundTruth) -> pa.Table:
+    """Remove every document (each named a duplicate of the first)."""
+    ids = list(truth.documents)
+    return decisions_table(ids, {d: ids[0] for d in ids[1:]} | {ids[0]: None})
