@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from bench_fakedata import make_fake_data
+
 from semhash_llm.bench.generator import SizeSpec, generate
 from semhash_llm.bench.scorer import oracle_decisions, score
 from semhash_llm.bench.sources import DataError, read_paws_dev, read_readability_pages

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from bench_fakedata import make_fake_data
+from test_bench_generator import TINY
+
 from semhash_llm.bench import generator
 from semhash_llm.bench.runner import (
     ABLATIONS,
@@ -18,7 +19,6 @@ from semhash_llm.bench.runner import (
     main,
     run_bench_command,
 )
-from test_bench_generator import TINY
 
 
 def _args(argv: list[str]) -> argparse.Namespace:

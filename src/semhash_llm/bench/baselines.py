@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -322,9 +323,9 @@ class CachedEncoder:
         self._row = {t: i for i, t in enumerate(texts)}
         self._vectors = vectors
 
-    def encode(self, sentences: Sequence[str], **_: object) -> np.ndarray:
+    def encode(self, inputs: Sequence[Any] | Any, **kwargs: Any) -> np.ndarray:
         try:
-            rows = [self._row[s] for s in sentences]
+            rows = [self._row[s] for s in inputs]
         except KeyError as exc:
             raise KeyError(f"CachedEncoder: text not in the embedded corpus: {str(exc)[:80]}") from None
         return self._vectors[rows]

@@ -348,15 +348,15 @@ def generate(
             logger.warning("type C: short pool exhausted after %d groups", gi)
             break
         n_copies = rng.randint(1, 3)
-        copies: list[str] = []
+        noisy_copies: list[str] = []
         tries = 0
-        while len(copies) < n_copies and tries < 50:
+        while len(noisy_copies) < n_copies and tries < 50:
             tries += 1
             noisy, _ = apply_typos(base, typos, rng, rng.randint(1, 2))
             noisy = apply_ocr_noise(noisy, rng, rng.randint(0 if noisy != base else 1, 3))
-            if noisy != base and noisy not in copies:
-                copies.append(noisy)
-        groups.append((f"C-{gi:04d}", "C", [add(t, "group_member", "short") for t in [base, *copies]]))
+            if noisy != base and noisy not in noisy_copies:
+                noisy_copies.append(noisy)
+        groups.append((f"C-{gi:04d}", "C", [add(t, "group_member", "short") for t in [base, *noisy_copies]]))
 
     # ---- D: excerpts of long documents and quoted newsgroup replies -----------------------------------
     rng = _rng(seed, "D")
@@ -406,8 +406,8 @@ def generate(
                 continue
             i = rng.randrange(len(sents))
             acc = ""
-            for s in sents[i:]:
-                acc = f"{acc} {s}".strip()
+            for sent in sents[i:]:
+                acc = f"{acc} {sent}".strip()
                 if len(acc) >= 150:
                     break
             if 150 <= len(acc) <= 400 and used.claim(acc):
@@ -433,23 +433,23 @@ def generate(
         if len(occ) >= 2:
             frags.append((f"E-{fi:04d}", passage, occ))
         else:
-            for k, _, _ in occ:  # too few hosts left: they stay as plain background
-                next(d for d in docs if d.key == k).role = "background"
+            for key, _, _ in occ:  # too few hosts left: they stay as plain background
+                next(d for d in docs if d.key == key).role = "background"
 
     # ---- background unique documents ------------------------------------------------------------------
     for pool, want in ((long_pool, spec.background_long), (medium_pool, spec.background_medium),
                        (short_pool, spec.background_short)):
         got = 0
         while got < want:
-            text = pool.take()
-            if text is None:
+            bg = pool.take()
+            if bg is None:
                 logger.warning("background: pool %s exhausted at %d of %d", pool.name, got, want)
                 break
-            add(text, "background", pool.name)
+            add(bg, "background", pool.name)
             got += 1
-    for p in news:  # remaining newsgroup posts are long-ish unique background
-        if len(p.body) >= 300 and p.origin not in consumed and used.claim(p.text):
-            add(p.text, "background", "newsgroup")
+    for np_ in news:  # remaining newsgroup posts are long-ish unique background
+        if len(np_.body) >= 300 and np_.origin not in consumed and used.claim(np_.text):
+            add(np_.text, "background", "newsgroup")
 
     # ---- assign ids in a shuffled order, write --------------------------------------------------------
     order = list(range(len(docs)))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from semhash_llm.bench import baselines as bl
 from semhash_llm.bench.generator import SIZES, generate
@@ -305,8 +306,9 @@ def run_bench(
     teacher_info: dict[str, object] | None = None
     if any(sp.uses_teacher and sp.run is not None for sp in specs):
         try:
-            t = ctx.teacher()
-            teacher_info = {"seconds": t.seconds, "docs_per_second": t.docs_per_second, "precision": t.precision,
+            with _RssSampler() as tmem:
+                t = ctx.teacher()
+            teacher_info = {"peak_rss_delta_mib": None if t.from_cache else tmem.delta_mib, "seconds": t.seconds, "docs_per_second": t.docs_per_second, "precision": t.precision,
                             "from_cache": t.from_cache, "cache_path": str(t.cache_path) if t.cache_path else None,
                             "max_tokens": bl.TEACHER_MAX_TOKENS, "model": "all-MiniLM-L6-v2"}
         except Exception as exc:  # reported in the rows of the systems that needed it
@@ -335,8 +337,6 @@ def run_bench(
             rows.append(BenchRow(sp.name, None, None, None, None, f"failed: {type(exc).__name__}: {exc}"[:300]))
             continue
         fname = hashlib.sha1(sp.name.encode()).hexdigest()[:8]
-        import pyarrow.parquet as pq
-
         pq.write_table(table, decisions_dir / f"{fname}.parquet")
         total = secs + (float(teacher_info["seconds"]) if sp.uses_teacher and teacher_info else 0.0)  # type: ignore[arg-type]
         rows.append(BenchRow(sp.name, result, secs, len(corpus) / total if total > 0 else None, mem.delta_mib,
@@ -402,7 +402,8 @@ def format_markdown(res: BenchResult) -> str:
             out.append(
                 f"Teacher embeddings (all-MiniLM-L6-v2, ≤{t['max_tokens']} tokens, {t['precision']}): "
                 f"{float(t['seconds']):.1f} s, {float(t['docs_per_second']):.1f} docs/s"  # type: ignore[arg-type]
-                + (" (measured when computed; read from cache in this run)" if t["from_cache"] else "")
+                + (" (measured when computed; read from cache in this run)" if t["from_cache"]
+                   else f", peak Δ {float(t['peak_rss_delta_mib']):,.0f} MiB")  # type: ignore[arg-type]
                 + "; counted in the docs/s of the systems that use them."
             )
     out.append(

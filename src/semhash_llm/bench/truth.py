@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,8 @@ __all__ = [
     "NegativeSet",
     "GroundTruth",
     "TruthError",
+    "read_corpus",
+    "write_corpus",
 ]
 
 TRUTH_FORMAT = "semhash-llm-bench-truth/1"
@@ -170,8 +172,8 @@ class GroundTruth:
         return cls.from_json_obj(obj, origin=str(path))
 
     @classmethod
-    def from_json_obj(cls, obj: Mapping[str, object], origin: str = "<truth>") -> GroundTruth:
-        def need(key: str, typ: type) -> object:
+    def from_json_obj(cls, obj: Mapping[str, Any], origin: str = "<truth>") -> GroundTruth:
+        def need(key: str, typ: type) -> Any:
             if key not in obj:
                 raise TruthError(f"{origin}: missing field '{key}'")
             val = obj[key]
@@ -182,18 +184,17 @@ class GroundTruth:
         if obj.get("format") != TRUTH_FORMAT:
             raise TruthError(f"{origin}: field 'format' must be {TRUTH_FORMAT!r}, got {obj.get('format')!r}")
         try:
-            docs_raw = need("documents", dict)
-            documents = {}
-            for k, v in docs_raw.items():  # type: ignore[union-attr]
+            documents: dict[str, DocInfo] = {}
+            for k, v in need("documents", dict).items():
                 if v.get("role") not in _ROLES:
-                    raise TruthError(f"{origin}: documents[{k!r}].role must be one of {sorted(_ROLES)}, got {v.get('role')!r}")
+                    raise TruthError(
+                        f"{origin}: documents[{k!r}].role must be one of {sorted(_ROLES)}, got {v.get('role')!r}"
+                    )
                 documents[k] = DocInfo(role=v["role"], source=str(v["source"]), length=int(v["length"]))
-            groups = [
-                Group(g["group_id"], g["category"], tuple(g["members"])) for g in need("groups", list)  # type: ignore[union-attr]
-            ]
+            groups = [Group(g["group_id"], g["category"], tuple(g["members"])) for g in need("groups", list)]
             conts = [
-                Containment(c["child"], c["parent"], c["kind"], tuple(c["span"]) if c["span"] else None)  # type: ignore[arg-type]
-                for c in need("containments", list)  # type: ignore[union-attr]
+                Containment(c["child"], c["parent"], c["kind"], (int(c["span"][0]), int(c["span"][1])) if c["span"] else None)
+                for c in need("containments", list)
             ]
             frags = [
                 Fragment(
@@ -201,14 +202,14 @@ class GroundTruth:
                     f["text"],
                     tuple(Occurrence(o["doc_id"], int(o["start"]), int(o["end"])) for o in f["occurrences"]),
                 )
-                for f in need("fragments", list)  # type: ignore[union-attr]
+                for f in need("fragments", list)
             ]
-            negs = [NegativeSet(n["family"], tuple(n["members"])) for n in need("negatives", list)]  # type: ignore[union-attr]
-            sem = [(p[0], p[1]) for p in need("semantic_pairs", list)]  # type: ignore[union-attr]
-        except (KeyError, TypeError, IndexError) as exc:
+            negs = [NegativeSet(n["family"], tuple(n["members"])) for n in need("negatives", list)]
+            sem = [(str(p[0]), str(p[1])) for p in need("semantic_pairs", list)]
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise TruthError(f"{origin}: malformed entry: {exc!r}") from exc
         return cls(
-            seed=int(need("seed", int)),  # type: ignore[arg-type]
+            seed=int(need("seed", int)),
             size=str(need("size", str)),
             corpus_sha256=str(need("corpus_sha256", str)),
             documents=documents,
