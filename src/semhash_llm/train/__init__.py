@@ -1,0 +1,3 @@
+"""Training commands for the learned parts of SemHash-LLM (``semhash-llm train ...``)."""
+
+from __future__ import annotations
