@@ -95,9 +95,11 @@ def test_fragment_needs_80_percent_overlap_and_kept_host() -> None:
     t = _truth()
     ids = list(t.documents)
     # h0..h3 host the fragment at [30, 50): 3 redundant occurrences.
-    frags = {"h1": [(30, 46)], "h2": [(30, 45)], "h3": [(28, 40), (40, 52)]}  # 16/20 ok, 15/20 not, split spans ok
+    frags = {"h1": [(30, 46)], "h2": [(30, 45)], "h3": [(28, 40), (40, 52)]}  # IoU 0.8 ok, 0.75 not, merged ok
     r = score(decisions_table(ids, {}, fragments=frags), t)
     assert r.s_e == pytest.approx(2 / 3)
+    whole = {h: [(0, 100)] for h in ("h1", "h2", "h3")}  # cutting whole hosts is not removing the passage
+    assert score(decisions_table(ids, {}, fragments=whole), t).s_e == 0.0
     r = score(decisions_table(ids, {"h1": None}, fragments=frags), t)  # a removed host does not count
     assert r.s_e == pytest.approx(1 / 3)
     assert r.fdr_by_family["role:e_host"] == pytest.approx(1 / 4)

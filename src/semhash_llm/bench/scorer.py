@@ -4,7 +4,8 @@
   (removals beyond n−1 count as a false deletion of the group's representative).
 * S_D — containment accuracy: the share of (child, parent) pairs with the child removed and the parent kept.
 * S_E — fragment removal rate: of the redundant occurrences of each fragment (all but one), the share whose
-  span is removed (≥ 80 % of it covered by the union of the reported spans) while the host is kept.
+  span is removed (≥ 80 % overlap, as intersection over union, with a reported span; touching or overlapping
+  reported spans are merged first) while the host is kept.
 * FDR — removed must-keep documents / must-keep documents. Must-keep: background documents, D parents,
   E hosts, hard negatives, one representative per A/B/C group and one per semantic pair (both members of a
   paraphrase pair removed counts once). Also reported per hard-negative family.
@@ -174,15 +175,24 @@ def load_decisions(decisions: pa.Table | Path | str, truth: GroundTruth) -> Deci
     return Decisions(frozenset(removed), dup_of, cluster_of, frags)
 
 
-def _covered(spans: list[tuple[int, int]], start: int, end: int) -> int:
-    """Characters of [start, end) covered by the union of ``spans``."""
-    total, cursor = 0, start
+def _best_overlap(spans: list[tuple[int, int]], start: int, end: int) -> float:
+    """Best intersection-over-union of [start, end) with one reported span (touching spans merged first).
+
+    IoU rather than plain coverage, so cutting a whole host document does not count as removing the
+    passage inside it.
+    """
+    merged: list[list[int]] = []
     for s, e in sorted(spans):
-        s, e = max(s, cursor), min(e, end)
-        if e > s:
-            total += e - s
-            cursor = e
-    return total
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    best = 0.0
+    for s, e in merged:
+        inter = min(e, end) - max(s, start)
+        if inter > 0:
+            best = max(best, inter / (max(e, end) - min(s, start)))
+    return best
 
 
 def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth) -> ScoreResult:
@@ -219,7 +229,7 @@ def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth) -> S
             1
             for o in f.occurrences
             if o.doc_id not in removed
-            and _covered(dec.fragments.get(o.doc_id, []), o.start, o.end) >= FRAGMENT_OVERLAP * (o.end - o.start)
+            and _best_overlap(dec.fragments.get(o.doc_id, []), o.start, o.end) >= FRAGMENT_OVERLAP
         )
         made += min(hits, len(f.occurrences) - 1)
     s["E"] = made / need if need else 0.0
