@@ -14,7 +14,6 @@ Command line (until ``semhash-llm bench`` is wired to it)::
 from __future__ import annotations
 
 from semhash_llm.bench.generator import SIZES, GeneratedBench, SizeSpec, generate
-from semhash_llm.bench.runner import BenchResult, format_markdown, run_bench
 from semhash_llm.bench.scorer import ScoreResult, load_decisions, score
 from semhash_llm.bench.truth import GroundTruth
 
@@ -31,3 +30,12 @@ __all__ = [
     "run_bench",
     "format_markdown",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The runner is loaded lazily so ``python -m semhash_llm.bench.runner`` does not import it twice.
+    if name in ("BenchResult", "run_bench", "format_markdown"):
+        from semhash_llm.bench import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'semhash_llm.bench' has no attribute {name!r}")
