@@ -200,3 +200,13 @@ def _find(parent: np.ndarray, x: int) -> int:
     while parent[x] != x:
         x = parent[x]
     return x
+
+
+def test_band_key_column_matches_band_keys() -> None:
+    from semhash_llm.sketch.lsh import band_key_column
+
+    rng = np.random.default_rng(0)
+    sigs = rng.integers(0, 2**32, size=(50, 24), dtype=np.uint32)
+    keys = band_keys(sigs, 3, 8)
+    for j in range(3):
+        assert np.array_equal(band_key_column(sigs, j, 8), keys[:, j])

@@ -157,7 +157,8 @@ def _cmd_check_sample(args: argparse.Namespace) -> int:
           + f"; all {total[0]}/{total[1]} ({100 * total[0] / max(total[1], 1):.1f}%)")
     bg_removed = sum(1 for d in docs if d["id"].startswith("bg-") and d["action"] == "remove"
                      and not str(d["duplicate_of"]).startswith("bg-"))
-    print(f"background documents removed in favour of a planted copy: {bg_removed}")
+    print(f"background documents removed in favour of their planted copy (the copy came first in the "
+          f"corpus and keep='first'): {bg_removed}")
     return 0
 
 

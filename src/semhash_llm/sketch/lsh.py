@@ -19,7 +19,7 @@ import numpy as np
 from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
-__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "link_band", "MAX_STAR_ROUNDS"]
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "MAX_STAR_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -57,6 +57,16 @@ def optimal_lsh_params(
     return best[1], best[2]
 
 
+@nb.njit(inline="always", cache=True)
+def _band_hash(sigs: np.ndarray, i: int, band: int, rows_per_band: int) -> np.uint64:
+    h = np.uint64(band) * _GOLDEN
+    base = band * rows_per_band
+    for k in range(rows_per_band):
+        h = (h ^ np.uint64(sigs[i, base + k])) * _MIX1
+        h ^= h >> _S29
+    return h ^ (h >> _S31)
+
+
 @nb.njit(parallel=True, cache=True)
 def band_keys(sigs: np.ndarray, num_bands: int, rows_per_band: int) -> np.ndarray:
     """64-bit key of every band of every signature: ``(n, num_bands)``."""
@@ -64,12 +74,17 @@ def band_keys(sigs: np.ndarray, num_bands: int, rows_per_band: int) -> np.ndarra
     out = np.empty((n, num_bands), dtype=np.uint64)
     for i in nb.prange(n):
         for j in range(num_bands):
-            h = np.uint64(j) * _GOLDEN
-            base = j * rows_per_band
-            for k in range(rows_per_band):
-                h = (h ^ np.uint64(sigs[i, base + k])) * _MIX1
-                h ^= h >> _S29
-            out[i, j] = h ^ (h >> _S31)
+            out[i, j] = _band_hash(sigs, i, j, rows_per_band)
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def band_key_column(sigs: np.ndarray, band: int, rows_per_band: int) -> np.ndarray:
+    """64-bit keys of one band for every signature (equal to ``band_keys(...)[:, band]``)."""
+    n = sigs.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    for i in nb.prange(n):
+        out[i] = _band_hash(sigs, i, band, rows_per_band)
     return out
 
 

@@ -9,12 +9,13 @@ estimate before it is accepted, and pairs already in one cluster are not compare
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
-from semhash_llm.sketch.lsh import MAX_STAR_ROUNDS, band_keys, link_band, optimal_lsh_params
+from semhash_llm.sketch.lsh import MAX_STAR_ROUNDS, band_key_column, link_band, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.text.tokenize import TokenizedBatch
 
@@ -49,6 +50,16 @@ class Edges:
         )
 
 
+def _mapped_array(shape: tuple[int, int], dtype: type) -> np.ndarray:
+    """An array in its own anonymous memory map, so that freeing it returns the memory at once.
+
+    Small heap blocks freed by numpy stay in the allocator's arenas; signature chunks are
+    freed one by one while they are gathered into one matrix, and must not linger there.
+    """
+    nbytes = max(1, shape[0] * shape[1] * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=shape[0] * shape[1]).reshape(shape)
+
+
 class MinHashLSHStage:
     """Signatures while streaming; LSH linking after the stream."""
 
@@ -75,7 +86,7 @@ class MinHashLSHStage:
         """Compute and keep the signatures of batch documents ``docs`` (global ids given)."""
         if docs.size == 0:
             return
-        out = np.empty((docs.shape[0], self.config.num_perm), dtype=np.uint32)
+        out = _mapped_array((docs.shape[0], self.config.num_perm), np.uint32)
         sign_documents(batch.tok_offsets, batch.tok_hashes, batch.ngrams, docs.astype(np.int64),
                        self.a_, self.b_, out)
         self._chunks.append(out)
@@ -85,23 +96,36 @@ class MinHashLSHStage:
         """Band, bucket, verify and union; returns the accepted edges (kind 1)."""
         if not self._chunks:
             return Edges.empty()
-        sigs = np.concatenate(self._chunks)
+        sigs = self._gather()
         rows = np.concatenate(self._rows)
-        self._chunks = [sigs]
         self._rows = [rows]
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9))
-        keys = band_keys(sigs, self.num_bands, self.rows_per_band)
         edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
         edges_b = np.empty_like(edges_a)
         edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
         for j in range(self.num_bands):
-            col = np.ascontiguousarray(keys[:, j])
+            col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
             link_band(order, col, sigs, rows, parent, min_equal, self.config.max_bucket_size,
                       MAX_STAR_ROUNDS, edges_a, edges_b, edges_s, self.counters_)
         k = int(self.counters_[2])
         return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(), np.ones(k, np.uint8))
+
+    def _gather(self) -> np.ndarray:
+        """One signature matrix from the streamed chunks, freeing each chunk as it is copied."""
+        if len(self._chunks) == 1:
+            return self._chunks[0]
+        total = sum(c.shape[0] for c in self._chunks)
+        sigs = np.empty((total, self.config.num_perm), dtype=np.uint32)
+        pos = 0
+        while self._chunks:
+            chunk = self._chunks.pop(0)
+            sigs[pos : pos + chunk.shape[0]] = chunk
+            pos += chunk.shape[0]
+            del chunk
+        self._chunks = [sigs]
+        return sigs
 
     def signature_bytes(self) -> int:
         """Memory held by signatures."""
