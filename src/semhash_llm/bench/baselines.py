@@ -270,6 +270,8 @@ class TeacherEncoder:
                 mask = enc["attention_mask"].unsqueeze(-1).float()
                 emb = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
                 out[idx] = torch.nn.functional.normalize(emb, dim=-1).numpy()
+                if (b // self.batch_size) % 100 == 99:
+                    logger.info("teacher: %d / %d documents embedded", b + len(idx), len(texts))
         return out
 
 
