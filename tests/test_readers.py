@@ -123,3 +123,13 @@ def test_parquet_missing_text_column(tmp_path: Path) -> None:
     pq.write_table(pa.table({"body": ["x"]}), tmp_path / "t.parquet")
     with pytest.raises(InputError, match="no column 'text'"):
         _read_all([str(tmp_path / "t.parquet")])
+
+
+def test_skip_reason_categories() -> None:
+    from semhash_llm.io.readers import reason_category
+
+    assert reason_category("invalid JSON: unexpected end") == "invalid JSON"
+    assert reason_category("field 'text' has 50,000,000 characters, more than reader.max_doc_chars=10") == \
+        "'text' too long"
+    assert reason_category("field 'text' is a int, expected a string") == "wrong type of 'text'"
+    assert reason_category("field 'body' is empty") == "empty 'body'"

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from semhash_llm.config import PipelineConfig
+from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
 from semhash_llm.select import EDGE_KINDS, Selection, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
@@ -356,14 +357,12 @@ class Cascade:
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in reasons.values():
-        key = r.split(":")[0] if r.startswith("invalid") else r.split(",")[0]
+        key = reason_category(r)
         out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
 
 
 def _check_unique_ids(ids: pa.Array, file_index: np.ndarray, ordinal: np.ndarray, source: Source) -> None:
-    from semhash_llm.io.readers import InputError
-
     if len(ids) == pc.count_distinct(ids).as_py():
         return
     seen: dict[str, int] = {}

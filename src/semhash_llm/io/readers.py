@@ -36,6 +36,8 @@ __all__ = [
     "iter_json_lines",
     "iter_table_batches",
     "read_records",
+    "add_record",
+    "reason_category",
 ]
 
 logger = logging.getLogger(__name__)
@@ -316,11 +318,11 @@ class _Validator:
 
 def _fail_or_flag(batch: RecordBatch, f: InputFile, ordinal: int, ident: str, error: str,
                   cfg: ReaderConfig) -> None:
+    """Raise an :class:`InputError` for a bad record, or append it flagged (``on_error='skip'``)."""
     if cfg.on_error == "raise":
         field_name = None
         if error.startswith("field '"):
-            field_name = error.split("'")[1]
-            error = error.split("' ", 1)[1] if "' " in error else error
+            field_name, _, error = error[len("field '"):].partition("' ")
         raise InputError(f.path.as_posix(), error + ". Use --on-error skip to skip bad records.",
                          line=ordinal, field_name=field_name, unit=f.unit)
     batch.ordinals.append(ordinal)
@@ -328,6 +330,50 @@ def _fail_or_flag(batch: RecordBatch, f: InputFile, ordinal: int, ident: str, er
     batch.texts.append(None)
     batch.errors.append(error)
     batch.priorities.append(math.nan)
+
+
+_FIELD_CATEGORIES = (
+    ("is null or missing", "missing '{}'"),
+    ("is empty", "empty '{}'"),
+    ("characters, more than", "'{}' too long"),
+    ("not valid UTF-8", "invalid UTF-8 in '{}'"),
+    ("expected", "wrong type of '{}'"),
+)
+
+
+def reason_category(reason: str) -> str:
+    """A short category of a skip reason, for the counts in ``report.json``."""
+    if reason.startswith(("invalid JSON", "invalid UTF-8")):
+        return reason.split(":", 1)[0]
+    if reason.startswith("the line is a JSON"):
+        return "not a JSON object"
+    if reason.startswith("field '"):
+        name = reason.split("'")[1]
+        for marker, template in _FIELD_CATEGORIES:
+            if marker in reason:
+                return template.format(name)
+    return reason
+
+
+def add_record(batch: RecordBatch, f: InputFile, v: _Validator, ordinal: int, derived_id: str,
+               id_value: object, text_value: object, priority_value: object) -> None:
+    """Validate one record's id, text and priority and append it to ``batch`` (or fail/flag it)."""
+    cfg = v.cfg
+    ident, err = v.ident(id_value, derived_id)
+    text = None
+    if err is None:
+        text, err = v.text(text_value)
+    prio = math.nan
+    if err is None and v.priority_field is not None:
+        prio, err = v.priority(priority_value)
+    if err is not None:
+        _fail_or_flag(batch, f, ordinal, ident, err, cfg)
+        return
+    batch.ordinals.append(ordinal)
+    batch.ids.append(ident)
+    batch.texts.append(text)
+    batch.errors.append(None)
+    batch.priorities.append(prio)
 
 
 def _jsonl_batches(fi: int, f: InputFile, cfg: ReaderConfig, priority_field: str | None) -> Iterator[RecordBatch]:
@@ -344,21 +390,8 @@ def _jsonl_batches(fi: int, f: InputFile, cfg: ReaderConfig, priority_field: str
             if not isinstance(rec, dict):
                 _fail_or_flag(batch, f, line_no, derived, f"the line is a JSON {_type_name(rec)}, expected an object", cfg)
             else:
-                ident, err = v.ident(rec.get(cfg.id_field), derived)
-                text = None
-                if err is None:
-                    text, err = v.text(rec.get(cfg.text_field))
-                prio = math.nan
-                if err is None and priority_field is not None:
-                    prio, err = v.priority(rec.get(priority_field))
-                if err is not None:
-                    _fail_or_flag(batch, f, line_no, ident, err, cfg)
-                else:
-                    batch.ordinals.append(line_no)
-                    batch.ids.append(ident)
-                    batch.texts.append(text)
-                    batch.errors.append(None)
-                    batch.priorities.append(prio)
+                add_record(batch, f, v, line_no, derived, rec.get(cfg.id_field), rec.get(cfg.text_field),
+                           rec.get(priority_field) if priority_field else None)
         if len(batch) >= cfg.batch_size:
             yield batch
             batch = RecordBatch(fi)
@@ -381,22 +414,7 @@ def _table_batches(fi: int, f: InputFile, cfg: ReaderConfig, priority_field: str
                  if priority_field and priority_field in names else [None] * rb.num_rows)
         batch = RecordBatch(fi)
         for i in range(rb.num_rows):
-            ordinal = row + i
-            ident, err = v.ident(ids[i], f"{f.name}#{ordinal}")
-            text = None
-            if err is None:
-                text, err = v.text(texts[i])
-            prio = math.nan
-            if err is None and priority_field is not None:
-                prio, err = v.priority(prios[i])
-            if err is not None:
-                _fail_or_flag(batch, f, ordinal, ident, err, cfg)
-                continue
-            batch.ordinals.append(ordinal)
-            batch.ids.append(ident)
-            batch.texts.append(text)
-            batch.errors.append(None)
-            batch.priorities.append(prio)
+            add_record(batch, f, v, row + i, f"{f.name}#{row + i}", ids[i], texts[i], prios[i])
         row += rb.num_rows
         if len(batch):
             yield batch

@@ -7,7 +7,6 @@ full records again to write the kept documents (second pass).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
@@ -16,8 +15,8 @@ from semhash_llm.io.readers import (
     InputError,
     InputFile,
     RecordBatch,
-    _fail_or_flag,
     _Validator,
+    add_record,
     iter_batches,
     read_records,
 )
@@ -77,21 +76,8 @@ class MemorySource:
         v = _Validator(cfg, priority_field)
         batch = RecordBatch(0)
         for i, rec in enumerate(self.items):
-            ident, err = v.ident(rec.get(cfg.id_field), str(i))
-            text = None
-            if err is None:
-                text, err = v.text(rec.get(cfg.text_field))
-            prio = math.nan
-            if err is None and priority_field is not None:
-                prio, err = v.priority(rec.get(priority_field))
-            if err is not None:
-                _fail_or_flag(batch, self._file, i, ident, err, cfg)
-            else:
-                batch.ordinals.append(i)
-                batch.ids.append(ident)
-                batch.texts.append(text)
-                batch.errors.append(None)
-                batch.priorities.append(prio)
+            add_record(batch, self._file, v, i, str(i), rec.get(cfg.id_field), rec.get(cfg.text_field),
+                       rec.get(priority_field) if priority_field else None)
             if len(batch) >= cfg.batch_size:
                 yield batch
                 batch = RecordBatch(0)

@@ -35,11 +35,23 @@ def read_sts(path: str | Path) -> tuple[list[str], list[str], np.ndarray]:
     return s1, s2, np.asarray(scores, dtype=np.float64)
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks with ties given their average rank (as in scipy.stats.rankdata)."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    boundaries = np.flatnonzero(np.diff(sorted_x)) + 1
+    starts = np.concatenate([[0], boundaries])
+    ends = np.concatenate([boundaries, [len(x)]])
+    avg = (starts + ends - 1) / 2.0
+    ranks = np.empty(len(x), dtype=np.float64)
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman rank correlation (average ranks for ties)."""
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(x, y)[0])
+    return pearson(_ranks(x), _ranks(y))
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:

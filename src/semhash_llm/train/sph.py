@@ -98,6 +98,13 @@ def _teacher_embeddings(teacher: object, texts: list[str], cache_dir: Path, key:
     return emb
 
 
+def split_texts(texts: list[str], heldout_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """Seeded (train, held-out) split, as used by :func:`train_sph` (reproducible by reports)."""
+    perm = np.random.default_rng(seed).permutation(len(texts))
+    n_ho = max(2, int(round(len(texts) * heldout_fraction)))
+    return [texts[i] for i in np.sort(perm[n_ho:])], [texts[i] for i in np.sort(perm[:n_ho])]
+
+
 def _student_scores(
     student: StaticStudent,
     heldout: list[str],
@@ -164,12 +171,9 @@ def train_sph(
 
     # 1. data
     t0 = time.perf_counter()
-    texts = load_training_texts(list(corpus_paths), max_texts=max_texts, seed=seed)
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(texts))
-    n_ho = max(2, int(round(len(texts) * heldout_fraction)))
-    heldout = [texts[i] for i in np.sort(perm[:n_ho])]
-    train = [texts[i] for i in np.sort(perm[n_ho:])]
+    train, heldout = split_texts(
+        load_training_texts(list(corpus_paths), max_texts=max_texts, seed=seed), heldout_fraction, seed
+    )
     timings["read_corpus_s"] = time.perf_counter() - t0
     logger.info("SPH training on %d texts, %d held out", len(train), len(heldout))
 
