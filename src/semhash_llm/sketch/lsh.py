@@ -19,7 +19,7 @@ import numpy as np
 from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
-__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "MAX_STAR_ROUNDS"]
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs", "MAX_STAR_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -184,3 +184,26 @@ def link_band(
                     m = kept - 1
                 counters[3] += m
         start = end
+
+
+@nb.njit(cache=True)
+def link_pairs(
+    pairs_a: np.ndarray,
+    pairs_b: np.ndarray,
+    sigs: np.ndarray,
+    rows: np.ndarray,
+    parent: np.ndarray,
+    min_equal: int,
+    edges_a: np.ndarray,
+    edges_b: np.ndarray,
+    edges_s: np.ndarray,
+    counters: np.ndarray,
+) -> None:
+    """Confirm externally proposed pairs of signature rows (e.g. by SPH blocking) and union them.
+
+    Same bookkeeping as :func:`link_band`: pairs already in one cluster are skipped, the
+    others are compared by their signatures and linked when at least ``min_equal`` slots agree.
+    """
+    for i in range(pairs_a.shape[0]):
+        counters[0] += 1
+        _try_pair(sigs, rows, parent, pairs_a[i], pairs_b[i], min_equal, edges_a, edges_b, edges_s, counters)

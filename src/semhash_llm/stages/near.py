@@ -96,9 +96,7 @@ class MinHashLSHStage:
         """Band, bucket, verify and union; returns the accepted edges (kind 1)."""
         if not self._chunks:
             return Edges.empty()
-        sigs = self._gather()
-        rows = np.concatenate(self._rows)
-        self._rows = [rows]
+        sigs, rows = self.signatures()
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9))
         edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
@@ -111,6 +109,13 @@ class MinHashLSHStage:
                       MAX_STAR_ROUNDS, edges_a, edges_b, edges_s, self.counters_)
         k = int(self.counters_[2])
         return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(), np.ones(k, np.uint8))
+
+    def signatures(self) -> tuple[np.ndarray, np.ndarray]:
+        """All signatures as one matrix and the global document index of each row."""
+        sigs = self._gather()
+        rows = np.concatenate(self._rows) if len(self._rows) != 1 else self._rows[0]
+        self._rows = [rows]
+        return sigs, rows
 
     def _gather(self) -> np.ndarray:
         """One signature matrix from the streamed chunks, freeing each chunk as it is copied."""
