@@ -45,6 +45,10 @@ class SPHConfig:
         Teacher model name or path used by training; ``None`` is the offline all-MiniLM-L6-v2.
     batch_size:
         Documents per student encoding batch.
+    min_jaccard:
+        Used by the cascade while no neural verifier is available: an SPH candidate is
+        accepted when the MinHash estimate of its Jaccard similarity reaches this floor
+        (below the LSH threshold), so SPH never merges two documents on meaning alone.
     """
 
     enabled: bool = True
@@ -56,6 +60,7 @@ class SPHConfig:
     hyperplanes_path: str | None = None
     teacher: str | None = None
     batch_size: int = 4096
+    min_jaccard: float = 0.5
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -91,4 +96,8 @@ class SPHConfig:
         if not _is_int(self.batch_size) or not 1 <= self.batch_size <= 1_000_000:
             raise ValueError(
                 f"The 'batch_size' parameter of SPHConfig must be an int in [1, 1000000]. Got {self.batch_size!r} instead."
+            )
+        if isinstance(self.min_jaccard, bool) or not isinstance(self.min_jaccard, (int, float)) or not 0.0 <= self.min_jaccard <= 1.0:
+            raise ValueError(
+                f"The 'min_jaccard' parameter of SPHConfig must be a float in [0, 1]. Got {self.min_jaccard!r} instead."
             )
