@@ -282,15 +282,18 @@ def read_qqp(root: Path) -> list[TextPair]:
 
 
 def read_tweets(root: Path) -> list[str]:
-    """Tweets of the Twitter URL corpus (tokenized, lowercased), unique, in file order."""
+    """Reference tweets of the Twitter URL corpus (``a.toks``: one per linked news URL), unique, in file order.
+
+    The ``b.toks`` side is left out on purpose: those tweets link the same URL as their ``a`` tweet and are
+    mostly retweets or light rewrites of it, i.e. unlabelled near-duplicates.
+    """
     seen: set[str] = set()
     out: list[str] = []
-    for name in ("a.toks", "b.toks"):
-        for line in _read_text(root / "twitter_url" / "train_tokenized" / name).split("\n"):
-            line = line.strip()
-            if line and line not in seen:
-                seen.add(line)
-                out.append(line)
+    for line in _read_text(root / "twitter_url" / "train_tokenized" / "a.toks").split("\n"):
+        line = line.strip()
+        if line and line not in seen:
+            seen.add(line)
+            out.append(line)
     return out
 
 
