@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -100,6 +100,7 @@ class BenchRow:
     docs_per_second: float | None
     peak_rss_delta_mib: float | None
     notes: str
+    decisions_path: str | None = None
 
 
 @dataclass
@@ -336,11 +337,12 @@ def run_bench(
             logger.exception("system %s failed", sp.name)
             rows.append(BenchRow(sp.name, None, None, None, None, f"failed: {type(exc).__name__}: {exc}"[:300]))
             continue
-        fname = hashlib.sha1(sp.name.encode()).hexdigest()[:8]
-        pq.write_table(table, decisions_dir / f"{fname}.parquet")
+        slug = re.sub(r"[^a-z0-9]+", "-", sp.name.lower()).strip("-")
+        decisions_path = decisions_dir / f"{slug}.parquet"
+        pq.write_table(table, decisions_path)
         total = secs + (float(teacher_info["seconds"]) if sp.uses_teacher and teacher_info else 0.0)  # type: ignore[arg-type]
         rows.append(BenchRow(sp.name, result, secs, len(corpus) / total if total > 0 else None, mem.delta_mib,
-                             f"{sp.notes}; decisions/{fname}.parquet"))
+                             sp.notes, str(decisions_path)))
         logger.info("%s: composite %.1f, FDR %.4f, %.1f s", sp.name, result.composite, result.fdr, secs)
     return BenchResult(size, seed, str(data_dir), str(out_dir), len(corpus), truth.counts(), teacher_info, rows)
 
@@ -410,6 +412,7 @@ def format_markdown(res: BenchResult) -> str:
         "docs/s = documents / (system wall time [+ teacher time]); peak Δ MiB = peak RSS sampled every 10 ms "
         "during the system's call minus RSS before it. All systems ran in one process on the same machine."
     )
+    out.append(f"Corpus, truth and each system's decisions (documents.parquet contract): {res.out_dir}")
     return "\n".join(out)
 
 
