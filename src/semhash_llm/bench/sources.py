@@ -273,11 +273,14 @@ def read_qqp(root: Path) -> list[TextPair]:
     if not rows or rows[0][:6] != ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]:
         raise DataError(f"{path}:1: expected header 'id qid1 qid2 question1 question2 is_duplicate'")
     out: list[TextPair] = []
+    skipped: list[int] = []
     for lineno, row in enumerate(rows[1:], 2):
         if len(row) != 6 or row[5] not in ("0", "1"):
-            logger.warning("%s:%d: skipping malformed QQP row (%d fields)", path, lineno, len(row))
+            skipped.append(lineno)  # the README documents one malformed row (5 fields)
             continue
         out.append(TextPair(row[3].strip(), row[4].strip(), float(row[5]), f"{path}:{lineno}"))
+    if skipped:
+        logger.info("%s: skipped %d malformed row(s) at line(s) %s", path, len(skipped), skipped[:10])
     return out
 
 
