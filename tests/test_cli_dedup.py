@@ -15,7 +15,7 @@ CONTRACT = ["id", "action", "duplicate_of", "relation", "cluster_id", "score", "
 
 
 def _run(args: list[str]) -> int:
-    return main(["dedup", "--no-progress", *args])
+    return main(["dedup", "--no-progress", "--keep", "first", *args])
 
 
 def _docs(out: Path) -> dict[str, dict]:
@@ -51,7 +51,8 @@ def test_exact_and_near_duplicates_found(corpus, tmp_path: Path, capsys) -> None
     assert kept[0]["text"] == records[0]["text"]  # the original text, not the normalized one
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["removed"] == len(truth)
-    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "minhash", "lsh", "select", "write"]
+    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "features", "lsh", "sph", "select",
+                                                         "write"]
     bloom = report["funnel"][1]
     assert bloom["docs_removed"] == sum(1 for d in truth if d.startswith("x"))
     config = json.loads((out / "config.json").read_text())
@@ -200,13 +201,14 @@ def test_entry_point_subprocess(corpus, tmp_path: Path) -> None:
 
 
 def test_in_memory_facade() -> None:
-    from semhash_llm import deduplicate
+    from semhash_llm import PipelineConfig, deduplicate
 
     records, truth = make_corpus()
-    res = deduplicate(records)
+    res = deduplicate(records, PipelineConfig.from_dict({"select": {"keep": "first"}}))
     assert len(res.selected) == len(records) - len(truth)
     assert {r["record"]["id"] for r in res.removed} == set(truth)
     assert res.duplicate_ratio == pytest.approx(len(truth) / len(records))
     assert 0 < res.exact_duplicate_ratio < res.duplicate_ratio
+    # Default keep policy: the longest version survives.
     strings = deduplicate(["one two three four five six", "ONE two three four five six!", "other"])
-    assert [r["text"] for r in strings.selected] == ["one two three four five six", "other"]
+    assert [r["text"] for r in strings.selected] == ["ONE two three four five six!", "other"]

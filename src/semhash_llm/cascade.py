@@ -28,6 +28,7 @@ from semhash_llm.select import EDGE_KINDS, Selection, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.stages.exact import BloomExactStage, confirm_exact
 from semhash_llm.stages.near import Edges, MinHashLSHStage
+from semhash_llm.stages.semantic import SPHStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 
@@ -191,6 +192,7 @@ class Cascade:
         classes = char_classes(cfg.normalize.strip_punctuation)
         bloom = BloomExactStage(cfg.bloom) if cfg.bloom.enabled else None
         near = MinHashLSHStage(cfg.minhash) if cfg.minhash.enabled else None
+        sph = SPHStage(cfg.sph) if cfg.sph.enabled else None
         prio_field = cfg.select.priority_field if cfg.select.keep == "priority" else None
 
         id_chunks: list[pa.Array] = []
@@ -205,7 +207,7 @@ class Cascade:
         skip_reasons: dict[int, str] = {}
         read = StageStats("read")
         st_bloom = StageStats("bloom")
-        st_sign = StageStats("minhash")
+        st_sign = StageStats("features")
         n = 0
         for batch in source.batches(prio_field):
             t0 = time.perf_counter()
@@ -240,6 +242,8 @@ class Cascade:
                 # Bloom hits skip the signature; a hit that turns out to be a false positive is
                 # re-signed from its source after confirmation (see _repair).
                 near.sign(tb, to_sign, to_sign + n)
+                if sph is not None:
+                    sph.encode([texts[j] for j in to_sign.tolist()])
             st_sign.seconds += time.perf_counter() - t2
             n += size
             read.docs_in = n
@@ -279,12 +283,15 @@ class Cascade:
         # ---- repair: Bloom false positives still need their features
         if near is not None and false_pos.size:
             t2 = time.perf_counter()
-            self._repair(source, near, false_pos, file_index.view(), ordinal.view(), classes)
+            self._repair(source, near, sph, false_pos, file_index.view(), ordinal.view(), classes)
             st_sign.seconds += time.perf_counter() - t2
             st_sign.details["repaired_false_positives"] = int(false_pos.size)
         st_sign.docs_in = st_bloom.docs_out
         st_sign.docs_out = near.num_signed if near else 0
         st_sign.peak_rss_mb = peak_rss_mb()
+        if sph is not None:
+            st_sign.details["sph_encode_seconds"] = round(sph.encode_seconds_, 3)
+            st_sign.details["minhash_seconds"] = round(st_sign.seconds - sph.encode_seconds_, 3)
 
         # ---- union: exact edges, then LSH edges
         uf = UnionFind(n)
@@ -306,10 +313,25 @@ class Cascade:
         st_lsh.seconds = time.perf_counter() - t3
         st_lsh.peak_rss_mb = peak_rss_mb()
         self._tick("lsh", n, n)
+        st_sph = StageStats("sph", docs_in=st_lsh.docs_out)
+        t_sph = time.perf_counter()
+        if sph is not None and near is not None:
+            sph_edges = sph.link(near, uf.parent_)
+            st_sph.details = dict(sph.details_)
+            st_sph.pairs_in = int(sph.details_["pairs_proposed"])
+            st_sph.pairs_out = len(sph_edges)
+        else:
+            sph_edges = Edges.empty()
+            st_sph.details = {"enabled": False}
+        st_sph.docs_removed = len(sph_edges)
+        st_sph.docs_out = st_sph.docs_in - st_sph.docs_removed
+        st_sph.seconds = time.perf_counter() - t_sph
+        st_sph.peak_rss_mb = peak_rss_mb()
+        self._tick("sph", n, n)
 
         # ---- cluster and select
         t4 = time.perf_counter()
-        edges = Edges.concat([exact_edges, lsh_edges])
+        edges = Edges.concat([exact_edges, lsh_edges, sph_edges])
         roots = uf.roots()
         selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
                                      prios.view(), cfg.select)
@@ -324,7 +346,7 @@ class Cascade:
                              "keep_policy": cfg.select.keep}
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
-        funnel = [read, st_bloom, st_sign, st_lsh, st_select]
+        funnel = [read, st_bloom, st_sign, st_lsh, st_sph, st_select]
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, exact_rep=exact_rep, selection=selection,
@@ -332,8 +354,8 @@ class Cascade:
             seconds=time.perf_counter() - t_start,
         )
 
-    def _repair(self, source: Source, near: MinHashLSHStage, docs: np.ndarray, file_index: np.ndarray,
-                ordinal: np.ndarray, classes: np.ndarray) -> None:
+    def _repair(self, source: Source, near: MinHashLSHStage, sph: SPHStage | None, docs: np.ndarray,
+                file_index: np.ndarray, ordinal: np.ndarray, classes: np.ndarray) -> None:
         """Sign documents that the Bloom filter wrongly took for duplicates (re-read from source)."""
         logger.info("re-signing %d Bloom false positive(s)", docs.size)
         wanted: dict[int, dict[int, int]] = {}
@@ -352,6 +374,8 @@ class Cascade:
                 got_texts.append(value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value))
         tb = tokenize_batch(normalize_batch(got_texts, self.config.normalize), classes, self.config.shingle)
         near.sign(tb, np.arange(len(got_docs)), np.asarray(got_docs, dtype=np.int64))
+        if sph is not None:
+            sph.encode(got_texts)
 
 
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:

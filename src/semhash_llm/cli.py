@@ -79,6 +79,14 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rows-per-band", dest="minhash.rows_per_band", type=int)
     g.add_argument("--max-bucket-size", dest="minhash.max_bucket_size", type=int)
     g.add_argument("--seed", dest="minhash.seed", type=int)
+    g = p.add_argument_group("stage 2: SPH (semantic projection hashing)")
+    g.add_argument("--no-sph", dest="sph.enabled", action="store_const", const=False)
+    g.add_argument("--sph-bits", dest="sph.bits", type=int, choices=[32, 64, 128])
+    g.add_argument("--sph-radius", dest="sph.radius", type=int, help="Hamming radius of the blocking (default 3)")
+    g.add_argument("--sph-min-jaccard", dest="sph.min_jaccard", type=float,
+                   help="Jaccard floor that confirms an SPH candidate (default 0.5)")
+    g.add_argument("--sph-model", dest="sph.student_path",
+                   help="folder of a student trained by `semhash-llm train sph` (default: the shipped one)")
     g = p.add_argument_group("select and write")
     g.add_argument("--keep", dest="select.keep", choices=["first", "longest", "priority"])
     g.add_argument("--priority-field", dest="select.priority_field")

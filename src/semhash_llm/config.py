@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from semhash_llm.sph.config import SPHConfig
+
 __all__ = [
     "ConfigError",
     "ReaderConfig",
@@ -30,6 +32,7 @@ __all__ = [
     "SelectConfig",
     "OutputConfig",
     "PipelineConfig",
+    "SPHConfig",
 ]
 
 
@@ -223,12 +226,15 @@ class MinHashConfig:
 class SelectConfig:
     """Which document of a duplicate cluster survives.
 
-    ``first``: the earliest in input order. ``longest``: the longest raw text (ties: the
-    earliest). ``priority``: the highest (``priority_order='desc'``) or lowest value of the
-    numeric metadata field ``priority_field`` (missing values rank last; ties: the earliest).
+    ``longest`` (default): the longest raw text, ties to the earliest — the most complete
+    version survives, so when an excerpt and the document it was cut from are linked the
+    parent is kept (containment points child → parent). ``first``: the earliest in input
+    order (what streaming deduplicators do). ``priority``: the highest
+    (``priority_order='desc'``) or lowest value of the numeric metadata field
+    ``priority_field`` (missing values rank last; ties: the earliest).
     """
 
-    keep: Literal["first", "longest", "priority"] = "first"
+    keep: Literal["first", "longest", "priority"] = "longest"
     priority_field: str | None = None
     priority_order: Literal["desc", "asc"] = "desc"
 
@@ -266,6 +272,7 @@ _SECTIONS: dict[str, type] = {
     "shingle": ShingleConfig,
     "bloom": BloomConfig,
     "minhash": MinHashConfig,
+    "sph": SPHConfig,
     "select": SelectConfig,
     "output": OutputConfig,
 }
@@ -284,6 +291,7 @@ class PipelineConfig:
     shingle: ShingleConfig = field(default_factory=ShingleConfig)
     bloom: BloomConfig = field(default_factory=BloomConfig)
     minhash: MinHashConfig = field(default_factory=MinHashConfig)
+    sph: SPHConfig = field(default_factory=SPHConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -292,6 +300,11 @@ class PipelineConfig:
             value = getattr(self, name)
             if not isinstance(value, cls):
                 _fail("PipelineConfig", name, f"a {cls.__name__}", value)
+        if self.sph.enabled and not self.minhash.enabled:
+            raise ConfigError(
+                "The 'enabled' parameter of SPHConfig must be False when MinHash is disabled: SPH candidates are "
+                "confirmed by their MinHash Jaccard estimate. Pass --no-sph too, or keep MinHash enabled."
+            )
 
     # ------------------------------------------------------------------ builders
     @classmethod

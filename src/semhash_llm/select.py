@@ -22,6 +22,7 @@ __all__ = ["EDGE_KINDS", "Selection", "select_survivors"]
 EDGE_KINDS: dict[int, tuple[str, str]] = {
     0: ("exact", "bloom"),
     1: ("near_duplicate", "lsh"),
+    2: ("near_duplicate", "sph"),
 }
 
 

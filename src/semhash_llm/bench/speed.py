@@ -5,8 +5,10 @@ synthetic vocabulary) gets planted near duplicates (1-2% of the words edited) an
 spot (a document copied 10k times with a date line and a signature that vary). Every system
 then deduplicates the same texts in memory, in the same process, one after the other:
 
-* ``semhash-llm`` — :func:`semhash_llm.deduplicate` with the default configuration
-  (Bloom exact, MinHash 128 permutations, word 5-grams, threshold 0.8, verified pairs);
+* ``semhash-llm`` — :func:`semhash_llm.deduplicate`, the same job as the peers: Bloom exact
+  and MinHash LSH (128 permutations, word 5-grams, threshold 0.8, verified pairs), SPH off;
+* ``semhash-llm+sph`` — the same plus the SPH stage (student encoder, 64-bit codes, Hamming
+  blocking), i.e. the default cascade;
 * ``datasketch`` — ``MinHash(num_perm=128).update_batch`` over word 5-grams and
   ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
   returns a candidate);
@@ -158,9 +160,17 @@ class SpeedRow:
 
 
 def _run_semhash(texts: list[str]) -> np.ndarray:
-    from semhash_llm import deduplicate
+    from semhash_llm import PipelineConfig, deduplicate
 
-    res = deduplicate(texts)
+    # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
+    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, "sph": {"enabled": False}}))
+    return np.asarray(res.documents.column("action").to_pylist()) == "remove"
+
+
+def _run_semhash_full(texts: list[str]) -> np.ndarray:
+    from semhash_llm import PipelineConfig, deduplicate
+
+    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"
 
 
@@ -189,6 +199,7 @@ def _run_rensa(texts: list[str]) -> np.ndarray:
 
 SYSTEMS: dict[str, Callable[[list[str]], np.ndarray]] = {
     "semhash-llm": _run_semhash,
+    "semhash-llm+sph": _run_semhash_full,
     "rensa": _run_rensa,
     "datasketch": _run_datasketch,
 }
@@ -243,7 +254,7 @@ def add_speed_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--doc-chars", type=int, default=2000)
     g.add_argument("--hot-copies", type=int, default=10_000)
     g.add_argument("--near-fraction", type=float, default=0.1)
-    g.add_argument("--speed-systems", default="semhash-llm,rensa,datasketch",
+    g.add_argument("--speed-systems", default="semhash-llm,semhash-llm+sph,rensa,datasketch",
                    help="comma list of: " + ", ".join(SYSTEMS))
     g.add_argument("--speed-seed", type=int, default=0)
     g.add_argument("--speed-json", help="also write the rows as JSON to this path")

@@ -1,0 +1,84 @@
+"""Stage 2, SPH blocking: semantic candidate pairs from learned binary codes.
+
+While the input streams, every document that reaches the feature stage gets a K-bit SPH
+code from the distilled student (:mod:`semhash_llm.sph`); only the codes are kept (8 bytes
+a document at K = 64). After the stream, multi-index hashing proposes every pair of codes
+within the Hamming radius — the semantic neighbourhood that lexical banding cannot see
+(re-wrapped, re-worded, re-ordered text).
+
+Until the neural verifier lands, a proposed pair is confirmed lexically: it is accepted
+when the MinHash estimate of its Jaccard similarity reaches ``SPHConfig.min_jaccard``, a
+floor below the LSH threshold. SPH thus decides the pairs that share much of their text
+but too little for LSH (boilerplate around the same article, an excerpt with edits), and
+never merges two documents on meaning alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from semhash_llm.sketch.lsh import link_pairs
+from semhash_llm.sph import SPH, SPHConfig
+from semhash_llm.stages.near import Edges, MinHashLSHStage
+
+__all__ = ["SPHStage", "SPH_EDGE_KIND"]
+
+SPH_EDGE_KIND = 2
+
+
+class SPHStage:
+    """Codes while streaming; Hamming blocking and lexical confirmation after the stream."""
+
+    name = "sph"
+
+    def __init__(self, config: SPHConfig) -> None:
+        self.config = config
+        self.sph_ = SPH(config)
+        self._codes: list[np.ndarray] = []
+        self.encode_seconds_ = 0.0
+        self.counters_ = np.zeros(4, dtype=np.int64)
+        self.details_: dict[str, float | int] = {}
+
+    def encode(self, texts: Sequence[str]) -> None:
+        """Compute and keep the codes of ``texts`` (in the order MinHash signs them)."""
+        if not texts:
+            return
+        t0 = time.perf_counter()
+        self._codes.append(self.sph_.codes(texts))
+        self.encode_seconds_ += time.perf_counter() - t0
+
+    def link(self, near: MinHashLSHStage, parent: np.ndarray) -> Edges:
+        """Propose pairs within the Hamming radius, confirm them by Jaccard estimate, union."""
+        if not self._codes:
+            return Edges.empty()
+        codes = np.concatenate(self._codes)
+        self._codes = [codes]
+        sigs, rows = near.signatures()
+        if sigs.shape[0] != codes.shape[0]:
+            raise RuntimeError(f"SPH has {codes.shape[0]} codes but MinHash {sigs.shape[0]} signatures")
+        cands = self.sph_.candidates_from_codes(codes)
+        n = sigs.shape[0]
+        min_equal = int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9))
+        edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
+        edges_b = np.empty_like(edges_a)
+        edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
+        link_pairs(cands.a.astype(np.int64), cands.b.astype(np.int64), sigs, rows, parent, min_equal,
+                   edges_a, edges_b, edges_s, self.counters_)
+        k = int(self.counters_[2])
+        self.details_ = {
+            "bits": self.config.bits,
+            "radius": self.config.radius,
+            "pairs_proposed": len(cands),
+            "all_pairs": cands.all_pairs,
+            "pruned_fraction": round(cands.pruned_fraction, 6),
+            "pairs_compared": int(self.counters_[1]),
+            "pairs_accepted": k,
+            "min_jaccard": self.config.min_jaccard,
+            "encode_seconds": round(self.encode_seconds_, 3),
+        }
+        return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(),
+                     np.full(k, SPH_EDGE_KIND, np.uint8))

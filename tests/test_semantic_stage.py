@@ -1,0 +1,53 @@
+"""The SPH stage inside the cascade (shipped student and hyperplanes, offline)."""
+
+from __future__ import annotations
+
+import pytest
+
+from semhash_llm import ConfigError, PipelineConfig, deduplicate
+
+ARTICLE = (
+    "The city council approved a new budget on Tuesday that increases funding for public schools, road "
+    "repairs and the local library. The mayor said the plan balances growth with fiscal responsibility, while "
+    "critics argued that property taxes will rise for many families over the next three years. The vote passed "
+    "seven to two after a long public hearing in which residents spoke for and against the proposal."
+)
+# Re-worded dates and counts plus a share line: too little shared text for LSH at 0.8, close in SPH space.
+EDITED = ARTICLE.replace("Tuesday", "Monday").replace("seven to two", "six to three") + " Share this article."
+OTHER = ("Heavy rain is expected across the northern valleys this weekend, and officials have asked hikers to "
+         "postpone trips until the rivers fall back to their normal levels next week.")
+
+
+def _rows(cfg: PipelineConfig | None = None) -> dict[str, dict]:
+    res = deduplicate([{"id": "a", "text": ARTICLE}, {"id": "b", "text": EDITED}, {"id": "c", "text": OTHER}], cfg)
+    return {r["id"]: r for r in res.documents.to_pylist()} | {"_report": res.report}
+
+
+def test_sph_decides_a_pair_lsh_misses() -> None:
+    rows = _rows(PipelineConfig.from_dict({"select": {"keep": "first"}}))
+    assert rows["b"]["action"] == "remove" and rows["b"]["duplicate_of"] == "a"
+    assert rows["b"]["decided_by"] == "sph" and rows["b"]["relation"] == "near_duplicate"
+    assert 0.5 <= rows["b"]["score"] < 0.8
+    assert rows["c"]["action"] == "keep"
+    sph = next(s for s in rows["_report"]["funnel"] if s["stage"] == "sph")
+    assert sph["pairs_in"] >= 1 and sph["pairs_out"] == 1
+    assert sph["details"]["pruned_fraction"] > 0
+
+
+def test_without_sph_the_pair_stays() -> None:
+    rows = _rows(PipelineConfig.from_dict({"sph": {"enabled": False}}))
+    assert rows["b"]["action"] == "keep"
+    sph = next(s for s in rows["_report"]["funnel"] if s["stage"] == "sph")
+    assert sph["details"] == {"enabled": False}
+
+
+def test_lexical_floor_guards_sph_pairs() -> None:
+    rows = _rows(PipelineConfig.from_dict({"sph": {"min_jaccard": 0.9}}))
+    assert rows["b"]["action"] == "keep"
+
+
+def test_sph_needs_minhash() -> None:
+    with pytest.raises(ConfigError, match="SPH candidates are confirmed by their MinHash Jaccard estimate"):
+        PipelineConfig.from_dict({"minhash": {"enabled": False}})
+    cfg = PipelineConfig.from_dict({"minhash": {"enabled": False}, "sph": {"enabled": False}})
+    assert not cfg.minhash.enabled
