@@ -75,6 +75,11 @@ def test_save_load_roundtrip(student: StaticStudent, tmp_path: Path, quantize: b
     assert loaded.max_tokens == 16
 
 
+def test_load_student_from_a_training_folder(student: StaticStudent, tmp_path: Path) -> None:
+    student.save(tmp_path / "run" / "student")
+    assert load_student(tmp_path / "run").dim == student.dim
+
+
 def test_load_student_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="semhash-llm train sph"):
         load_student(tmp_path / "nothing")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from semhash_llm.sph.blocking import hamming_candidates
-from semhash_llm.sph.hyperplanes import SPHHasher, bit_balance, hamming_distance
+from semhash_llm.sph.hyperplanes import SPHHasher, as_words, bit_balance, hamming_distance
 
 logger = logging.getLogger(__name__)
 
@@ -177,3 +177,20 @@ def random_pairs(n: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
     a = rng.integers(0, n, size=count)
     b = (a + rng.integers(1, n, size=count)) % n
     return a.astype(np.int64), b.astype(np.int64)
+
+
+def all_pairs_distance_histogram(codes: np.ndarray, bits: int, block: int = 512) -> np.ndarray:
+    """Counts of all pairs ``i < j`` at each Hamming distance 0..bits (exact, O(n^2) in blocks).
+
+    Gives the candidate count of blocking at *every* radius at once (blocking is exact).
+    """
+    words = as_words(codes)
+    n = len(words)
+    hist = np.zeros(bits + 1, dtype=np.int64)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        d = np.bitwise_count(words[start:stop, None, :] ^ words[None, start:, :]).sum(axis=2)
+        rows = np.arange(stop - start)[:, None]
+        cols = np.arange(n - start)[None, :]
+        hist += np.bincount(d[cols > rows], minlength=bits + 1)[: bits + 1]
+    return hist

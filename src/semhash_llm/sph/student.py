@@ -198,9 +198,13 @@ def pool_tokens(embeddings: np.ndarray, flat: np.ndarray, offsets: np.ndarray) -
 def load_student(path: str | Path | None = None) -> StaticStudent:
     """Load a student saved by :meth:`StaticStudent.save`; ``None`` loads the shipped one.
 
+    ``path`` may be the student folder or a ``semhash-llm train sph`` output folder.
+
     Needs only numpy and ``tokenizers``; works offline.
     """
     folder = Path(path) if path is not None else ASSETS_DIR / "student"
+    if not (folder / "student.json").is_file() and (folder / "student" / "student.json").is_file():
+        folder = folder / "student"  # a training output folder
     config_file = folder / "student.json"
     if not config_file.is_file():
         raise FileNotFoundError(
