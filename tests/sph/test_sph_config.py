@@ -9,7 +9,7 @@ from semhash_llm.sph.config import SPHConfig
 
 def test_defaults_are_valid_and_frozen() -> None:
     cfg = SPHConfig()
-    assert (cfg.enabled, cfg.bits, cfg.radius, cfg.num_chunks, cfg.hot_spots) == (True, 64, 3, 4, "representative")
+    assert (cfg.enabled, cfg.bits, cfg.radius, cfg.num_chunks, cfg.hot_spots) == (True, 64, 8, 5, "representative")
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.radius = 2  # type: ignore[misc]
 

@@ -20,7 +20,10 @@ class SPHConfig:
     Two documents become SPH candidates when their K-bit codes differ in at most
     ``radius`` bits. Learned codes agree on about ``(1 + cos) / 2`` of their bits (eq. 5),
     so radius ``r`` of ``bits`` K admits pairs with student cosine above roughly
-    ``1 - 2 r / K`` (64 bits, r = 3: cos >~ 0.91).
+    ``1 - 2 r / K`` (64 bits, r = 8: cos >~ 0.75). The default (64 bits, radius 8) was
+    chosen on the development benchmark: ~99.5% of all pairs pruned, every type-B copy
+    and ~3/4 of the type-C/D pairs proposed (see ``benchmarks/sph_report.py`` for the
+    recall/pruning curve); lower the radius for corpora of many millions of documents.
 
     Attributes
     ----------
@@ -31,8 +34,9 @@ class SPHConfig:
     radius:
         Hamming radius of the blocking, in [0, 16] and at most ``bits``.
     num_chunks:
-        Chunks of the multi-index hash; search is exact for any radius, one exact
-        lookup per chunk when ``radius < num_chunks``.
+        Chunks of the multi-index hash; search is exact for any radius. Each chunk is
+        probed with every key within ``radius // num_chunks`` bits (one exact lookup when
+        ``radius < num_chunks``; 5 chunks at radius 8: 14 probes per chunk).
     hot_spots:
         ``"representative"`` links documents with identical codes to one representative
         (linear); ``"expand"`` emits every pair (quadratic on hot spots).
@@ -53,8 +57,8 @@ class SPHConfig:
 
     enabled: bool = True
     bits: int = 64
-    radius: int = 3
-    num_chunks: int = 4
+    radius: int = 8
+    num_chunks: int = 5
     hot_spots: Literal["representative", "expand"] = "representative"
     student_path: str | None = None
     hyperplanes_path: str | None = None

@@ -27,10 +27,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from semhash_llm.sph.augment import near_duplicate
+from semhash_llm.sph.config import SPHConfig
 from semhash_llm.sph.corpus import corpus_files, load_training_texts
 from semhash_llm.sph.evaluate import (
     blocking_scores,
@@ -68,14 +70,17 @@ class TrainReport:
     num_train_texts: int
     num_heldout_texts: int
     teacher: str
-    config: dict[str, object]
-    scores: dict[str, object] = field(default_factory=dict)
+    config: dict[str, Any]
+    scores: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     data_notes: list[str] = field(default_factory=list)
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+_CACHE_HITS: list[str] = []
 
 
 def _default_cache_dir() -> Path:
@@ -91,6 +96,7 @@ def _teacher_embeddings(teacher: object, texts: list[str], cache_dir: Path, key:
     path = cache_dir / f"teacher_{digest.hexdigest()[:24]}.npy"
     if path.is_file():
         logger.info("teacher embeddings from cache %s", path)
+        _CACHE_HITS.append(str(path))
         return np.load(path)
     emb = teacher.encode(texts)  # type: ignore[attr-defined]
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -140,8 +146,8 @@ def train_sph(
     hyperplane_epochs: int = 30,
     sts_dev: str | None = None,
     ablation: bool = True,
-    radius: int = 3,
-    num_chunks: int = 4,
+    radius: int = SPHConfig.radius,
+    num_chunks: int = SPHConfig.num_chunks,
     seed: int = 0,
     cache_dir: str | Path | None = None,
     quantize: bool = True,
@@ -157,6 +163,7 @@ def train_sph(
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
+    _CACHE_HITS.clear()
     distill_config = distill_config or DistillConfig(seed=seed)
     for k in bits:
         if k not in ALLOWED_BITS:
@@ -184,6 +191,7 @@ def train_sph(
     e_train = _teacher_embeddings(tea, train, cache, key)
     e_ho = _teacher_embeddings(tea, heldout, cache, key)
     timings["teacher_embed_s"] = time.perf_counter() - t0
+    teacher_cache_hit = bool(_CACHE_HITS)
 
     tok_file = out / "tokenizer.json.tmp"
     tea.tokenizer.backend_tokenizer.save(str(tok_file))
@@ -212,7 +220,7 @@ def train_sph(
     tok_file.unlink()
     shipped = load_student(student_dir)  # what users get (quantised)
 
-    scores: dict[str, object] = {}
+    scores: dict[str, Any] = {}
     t0 = time.perf_counter()
     if sts_dev:
         scores["teacher_sts_dev_spearman"] = sts_spearman(tea.encode, sts_dev)
@@ -236,7 +244,7 @@ def train_sph(
     scores["teacher_docs_per_s"] = {teacher_dtype: throughput(tea.encode, long_texts, min_seconds=3.0)}
     if teacher_dtype != "float32":
         fp32 = TransformerTeacher(teacher, max_length=max_tokens, batch_size=32, dtype="float32")
-        scores["teacher_docs_per_s"]["float32"] = throughput(fp32.encode, long_texts, min_seconds=3.0)  # type: ignore[index]
+        scores["teacher_docs_per_s"]["float32"] = throughput(fp32.encode, long_texts, min_seconds=3.0)
         del fp32
     scores["speed_tokens_per_doc"] = float(
         np.mean([len(shipped.tokenizer.tokenize(t, max_tokens)) for t in long_texts])
@@ -254,7 +262,7 @@ def train_sph(
     n = len(heldout)
     rp = random_pairs(len(both), 100_000, seed)
     eval_pairs = (np.concatenate([rp[0], np.arange(n)]), np.concatenate([rp[1], np.arange(n) + n]))
-    hyper_scores: dict[str, object] = {}
+    hyper_scores: dict[str, Any] = {}
     for k in bits:
         hcfg = HyperplaneTrainConfig(bits=k, epochs=hyperplane_epochs, seed=seed)
         hasher, h_hist = train_hyperplanes(s_train, (s_train, s_views), hcfg)
@@ -299,6 +307,7 @@ def train_sph(
             "seed": seed,
             "quantize": quantize,
             "sts_dev": sts_dev,
+            "teacher_embeddings_from_cache": teacher_cache_hit,
         },
         scores=scores,
         timings=timings,
@@ -374,7 +383,8 @@ def model_card(report: TrainReport) -> str:
         "```",
         "",
         f"Wall time: {report.seconds:.0f} s on {report.environment.get('cpus')} CPU cores "
-        f"({', '.join(f'{k} {v:.0f}' for k, v in report.timings.items())}).",
+        f"({', '.join(f'{k} {v:.0f}' for k, v in report.timings.items())})"
+        + ("; the teacher embeddings came from the on-disk cache of an earlier identical run." if cfg.get("teacher_embeddings_from_cache") else ", teacher embeddings computed in this run."),
         "",
         "## Scores",
         "",
@@ -385,7 +395,7 @@ def model_card(report: TrainReport) -> str:
     ]
     teacher_sts = s.get("teacher_sts_dev_spearman")
     lines += ["| student | STS-B dev Spearman | of teacher | cos to teacher | pairwise r | pairwise rho |", "|---|---|---|---|---|---|"]
-    for name, v in s["student_variants"].items():  # type: ignore[union-attr]
+    for name, v in s["student_variants"].items():
         sts = v.get("sts_dev_spearman")
         ratio = sts / teacher_sts if isinstance(sts, float) and isinstance(teacher_sts, float) else None
         lines.append(
@@ -398,19 +408,19 @@ def model_card(report: TrainReport) -> str:
     lines += [
         "",
         f"Speed on documents of ~{s['speed_tokens_per_doc']:.0f} tokens: student {s['student_docs_per_s']:.0f} docs/s; teacher "
-        + ", ".join(f"{k} {v:.1f} docs/s" for k, v in tps.items())  # type: ignore[union-attr]
+        + ", ".join(f"{k} {v:.1f} docs/s" for k, v in tps.items())
         + "; student / teacher: "
-        + ", ".join(f"{s['student_docs_per_s'] / v:.0f}x vs {k}" for k, v in tps.items())  # type: ignore[union-attr,operator]
+        + ", ".join(f"{s['student_docs_per_s'] / v:.0f}x vs {k}" for k, v in tps.items())
         + ".",
         "",
         "Codes (held-out texts and one near-duplicate view of each; 100,000 random pairs plus the view pairs):",
-        f"agreement = 1 - hamming / K against (1 + cos) / 2 of the student embeddings (eq. 5); blocking",
+        "agreement = 1 - hamming / K against (1 + cos) / 2 of the student embeddings (eq. 5); blocking",
         f"recall of the view pairs at radius {cfg['radius']} and the pruned share of all pairs.",
         "",
         "| K | hashing | Pearson | Spearman | MAE | bit balance min-max | ‖WᵀW − I‖ | recall @r | pruned |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for k, entry in s["hyperplanes"].items():  # type: ignore[union-attr]
+    for k, entry in s["hyperplanes"].items():
         for name in ("sph", "simhash"):
             c, b = entry[name]["codes"], entry[name]["heldout_blocking"]
             lines.append(
@@ -450,8 +460,8 @@ def add_train_sph_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     parser.add_argument("--hyperplane-epochs", type=int, default=30)
     parser.add_argument("--sts-dev", default=None, help="STS Benchmark sts-dev.csv, for evaluation only")
     parser.add_argument("--no-ablation", action="store_true", help="skip the KL-only / MSE-only students")
-    parser.add_argument("--radius", type=int, default=3)
-    parser.add_argument("--num-chunks", type=int, default=4)
+    parser.add_argument("--radius", type=int, default=SPHConfig.radius, help="Hamming radius for the held-out check")
+    parser.add_argument("--num-chunks", type=int, default=SPHConfig.num_chunks)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", default=None, help="teacher-embedding cache (default ~/.cache/semhash-llm/sph)")
     parser.add_argument("--no-quantize", action="store_true", help="store the student in float16 instead of int8")
