@@ -5,7 +5,8 @@ principle, two codes within Hamming distance ``r`` agree to within ``r // num_ch
 bits on at least one chunk, so probing every chunk's table with all keys within that
 sub-radius finds *every* pair within ``r`` (exact, no false negatives); the candidates
 are then filtered by their full distance. With ``r < num_chunks`` (the default 3 < 4)
-the sub-radius is 0 and a probe is one exact lookup.
+the sub-radius is 0 and a probe is one exact lookup; at the default radius 8 over 5
+chunks each chunk is probed with its key and the 13 keys one bit away.
 
 Hot spots: many documents with the *same* code (templated pages, empty texts) would
 expand into all pairs of the group. With ``hot_spots="representative"`` (default)
@@ -217,8 +218,8 @@ def _code_groups(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def hamming_candidates(
     codes: np.ndarray,
-    radius: int = 3,
-    num_chunks: int = 4,
+    radius: int = 8,
+    num_chunks: int = 5,
     bits: int | None = None,
     hot_spots: HotSpots = "representative",
 ) -> CandidatePairs:

@@ -57,7 +57,7 @@ ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "sph"
 # (BERT treats every ASCII non-alphanumeric printable character, including '_', as punctuation).
 _WORD_RE = re.compile(r"[^\W_]+|[^\w\s]|_")
 _CJK_RE = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f])")
-_MAX_CACHE = 2_000_000
+_MAX_CACHE = 500_000  # distinct words memoised (bounded memory on web-scale vocabularies)
 
 
 # Combining marks of the Latin, Greek and Cyrillic blocks (what BERT's accent stripping removes in practice).
