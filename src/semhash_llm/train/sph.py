@@ -329,6 +329,11 @@ def _f(x: object, digits: int = 4) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
+def load_report(path: str | Path) -> TrainReport:
+    """Read a ``train_report.json`` back (e.g. to re-render the model card)."""
+    return TrainReport(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
 def model_card(report: TrainReport) -> str:
     """Render ``MODEL_CARD.md`` from a training report (every number comes from the report)."""
     s = report.scores
@@ -429,6 +434,16 @@ def model_card(report: TrainReport) -> str:
                 f"{_f(b['recall'])} | {_f(b['pruned_fraction'], 6)} |"
             )
     lines += [
+        "",
+        "## Licence",
+        "",
+        "The student's vectors and tokenizer are derived from the teacher"
+        + (
+            " (sentence-transformers/all-MiniLM-L6-v2, Apache-2.0; tokenizer from BERT, Apache-2.0)"
+            if "all-MiniLM-L6-v2" in report.teacher
+            else f" ({report.teacher}; see its licence)"
+        )
+        + " and from the training texts listed above, whose licences are given there.",
         "",
         "## Limitations",
         "",
