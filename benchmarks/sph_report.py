@@ -67,19 +67,25 @@ def _repo_data_dir() -> Path:
 
 def student_section(args: argparse.Namespace, report: dict, results: dict) -> str:
     from semhash_llm.sph.teacher import TransformerTeacher
-    from semhash_llm.train.sph import split_texts
+    from semhash_llm.train.sph import load_projection, split_texts
 
     cfg = report["config"]
     student = load_student(args.sph_dir / "student")
     texts = load_training_texts(report["corpus"], max_texts=int(cfg["max_texts"]), seed=int(cfg["seed"]))
     train, heldout = split_texts(texts, float(cfg["heldout_fraction"]), int(cfg["seed"]))
     heldout = heldout[: args.max_heldout]
+    if load_projection(args.sph_dir / "student") is not None:
+        train = []  # the basis ships with the student: no training texts to embed
     tea = TransformerTeacher(None, max_length=int(cfg["max_tokens"]), batch_size=32, dtype=args.teacher_dtype)
     t0 = time.perf_counter()
-    e_train = tea.encode(train[: args.basis_texts])
+    e_train = tea.encode(train[: args.basis_texts]) if train else np.zeros((0, tea.dim), np.float32)
     e_ho = tea.encode(heldout)
     logger.info("teacher embeddings in %.0f s", time.perf_counter() - t0)
-    basis, _ = projection_basis(e_train, student.dim)
+    basis = load_projection(args.sph_dir / "student")
+    basis_note = "the training run's projection"
+    if basis is None:  # older folders: rebuild from a sample (coordinates then differ from training)
+        basis, _ = projection_basis(e_train, student.dim)
+        basis_note = f"projection rebuilt from {len(e_train)} training texts"
     s_ho = student.encode(heldout)
     agree = student_teacher_agreement(s_ho, project_teacher(e_ho, basis), e_ho)
     rows = []
@@ -107,7 +113,7 @@ def student_section(args: argparse.Namespace, report: dict, results: dict) -> st
     }
     rows.append(["STS-B dev Spearman (student / teacher " + args.teacher_dtype + ")",
                  f"{_f(sts_s)} / {_f(sts_t)} = {_f(sts_s / sts_t if sts_s and sts_t else None, 3)} of teacher"])
-    rows.append([f"cos(student, projected teacher), {len(heldout)} held-out texts", _f(agree.mean_cosine)])
+    rows.append([f"cos(student, projected teacher), {len(heldout)} held-out texts ({basis_note})", _f(agree.mean_cosine)])
     rows.append(["pairwise-cosine agreement student vs teacher (Pearson / Spearman)",
                  f"{_f(agree.pairwise_pearson)} / {_f(agree.pairwise_spearman)}"])
     rows.append([f"docs/s on ~{tok_per_doc:.0f}-token documents: student", f"{dps_s:.0f}"])
@@ -228,27 +234,28 @@ def blocking_section(args: argparse.Namespace, results: dict) -> str:
     curve: list[list[str]] = []
     results["blocking"] = {"documents": n, "all_pairs": all_pairs, "embed_s": t_embed, "at_radius": [], "curve": []}
     for k in args.bits:
-        chunks = max(args.num_chunks, -(-k // 64))
+        # The same cosine threshold at every K: radius scales with K (--radius is for K = 64).
+        radius = max(0, round(args.radius * k / 64))
+        chunks = max(args.num_chunks, -(-k // 64), radius // 2 + 1)
         for name, h in (("SPH", load_hasher(args.sph_dir, k)), ("SimHash", SPHHasher.simhash(student.dim, k, args.seed))):
             codes = h.codes(emb)
             dist = {c: hamming_distance(codes[true[c][0]], codes[true[c][1]]) for c in cats}
             hist = np.cumsum(all_pairs_distance_histogram(codes, k))
             # the actual blocking run at the configured radius (exact MIH, hot spots expanded for counting)
             t0 = time.perf_counter()
-            cands = hamming_candidates(codes, args.radius, chunks, bits=k, hot_spots="expand")
+            cands = hamming_candidates(codes, radius, chunks, bits=k, hot_spots="expand")
             t_block = time.perf_counter() - t0
-            rec = {c: float((dist[c] <= args.radius).mean()) for c in cats}
+            rec = {c: float((dist[c] <= radius).mean()) for c in cats}
             links = {c: _group_link_recall(groups[c], cands.a, cands.b, n) for c in "ABC"}
             results["blocking"]["at_radius"].append(
-                {"bits": k, "hashing": name, "radius": args.radius, "num_chunks": chunks, "recall": rec,
+                {"bits": k, "hashing": name, "radius": radius, "num_chunks": chunks, "recall": rec,
                  "group_link_recall": links, "candidates": len(cands), "pruned": cands.pruned_fraction, "block_s": t_block}
             )
-            at_radius.append([str(k), name, f"{args.radius} ({chunks} chunks)", *(_f(rec[c], 3) for c in cats),
+            at_radius.append([str(k), name, f"{radius} ({chunks} chunks)", *(_f(rec[c], 3) for c in cats),
                               " / ".join(_f(links[c], 3) for c in "ABC"), f"{len(cands):,}", _f(cands.pruned_fraction, 5),
                               f"{t_block:.2f}"])
-            for r in args.curve_radii:
-                if r > k:
-                    continue
+            for r64 in args.curve_radii:
+                r = round(r64 * k / 64)
                 pruned = 1.0 - hist[r] / all_pairs
                 rr = {c: float((dist[c] <= r).mean()) for c in cats}
                 results["blocking"]["curve"].append({"bits": k, "hashing": name, "radius": r, "recall": rr,
@@ -279,9 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-size", default="full")
     parser.add_argument("--bench-seed", type=int, default=0)
     parser.add_argument("--bits", type=lambda s: [int(x) for x in s.split(",")], default=[32, 64, 128])
-    parser.add_argument("--radius", type=int, default=SPHConfig().radius)
+    parser.add_argument("--radius", type=int, default=SPHConfig().radius, help="radius at K = 64 (scaled with K)")
     parser.add_argument("--num-chunks", type=int, default=SPHConfig().num_chunks)
-    parser.add_argument("--curve-radii", type=lambda s: [int(x) for x in s.split(",")], default=[0, 2, 4, 6, 8, 10, 12, 16])
+    parser.add_argument("--curve-radii", type=lambda s: [int(x) for x in s.split(",")], default=[0, 2, 4, 6, 8, 10, 12, 16],
+                        help="radii at K = 64 for the recall/pruning curve (scaled with K)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: student,ablation,codes,blocking")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers as JSON")

@@ -104,6 +104,20 @@ def _teacher_embeddings(teacher: object, texts: list[str], cache_dir: Path, key:
     return emb
 
 
+def save_projection(student_dir: str | Path, basis: np.ndarray) -> None:
+    """Store the teacher -> student projection ``P`` (``e_tea' = normalize(e_tea P)``) beside the student."""
+    np.savez_compressed(Path(student_dir) / "projection.npz", P=basis.astype(np.float32))
+
+
+def load_projection(student_dir: str | Path) -> np.ndarray | None:
+    """The projection saved by :func:`save_projection`, or ``None`` if the folder has none."""
+    path = Path(student_dir) / "projection.npz"
+    if not path.is_file():
+        return None
+    with np.load(path) as data:
+        return np.asarray(data["P"], dtype=np.float32)
+
+
 def split_texts(texts: list[str], heldout_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """Seeded (train, held-out) split, as used by :func:`train_sph` (reproducible by reports)."""
     perm = np.random.default_rng(seed).permutation(len(texts))
@@ -217,6 +231,7 @@ def train_sph(
     }
     student_dir = out / "student"
     student.save(student_dir, quantize=quantize)
+    save_projection(student_dir, basis)
     tok_file.unlink()
     shipped = load_student(student_dir)  # what users get (quantised)
 
@@ -349,7 +364,8 @@ def model_card(report: TrainReport) -> str:
         "",
         "- `student/`: `tokenizer.json` (the teacher's WordPiece tokenizer), `embeddings.npz`",
         f"  ({cfg['dim']}-d vector per vocabulary token, {'int8 with a float32 scale per row' if cfg['quantize'] else 'float16'}),",
-        "  `student.json` (config and training metadata).",
+        "  `student.json` (config and training metadata), `projection.npz` (`P`, teacher dim x student dim: the",
+        "  teacher-to-student projection of eq. 2's MSE term, `e_tea' = normalize(e_tea P)`).",
         "- `hyperplanes_k{32,64,128}.npz`: `W` (dim x K), `b` (K).",
         "- `train_report.json`: every number below, machine-readable.",
         "",
