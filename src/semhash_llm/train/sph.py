@@ -468,6 +468,10 @@ def model_card(report: TrainReport) -> str:
         "- English-centred: the teacher and its WordPiece vocabulary are English; other scripts fall back to",
         "  sub-word pieces and [UNK].",
         "- Trained on a small corpus (see above); retrain on your own data with `semhash-llm train sph`.",
+        "- Learned vs random hyperplanes: the learned codes track eq. 5 better by correlation (table above), but",
+        "  with the paper's L_bal weight some bits are (nearly) constant, and on the development benchmark random",
+        "  SimHash with a larger radius reaches as much recall for the same number of candidate pairs",
+        "  (`benchmarks/sph_report.py` prints both recall/pruning curves). Compare at equal candidate counts.",
         "",
     ]
     return "\n".join(lines)
