@@ -9,7 +9,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["UnionFind", "uf_find", "uf_union"]
+__all__ = ["UnionFind", "cluster_roots", "uf_find", "uf_union"]
 
 
 @nb.njit(inline="always", cache=True)
@@ -40,6 +40,15 @@ def _roots(parent: np.ndarray) -> np.ndarray:
     out = np.empty(parent.shape[0], dtype=np.int64)
     for i in range(parent.shape[0]):
         out[i] = uf_find(parent, i)
+    return out
+
+
+@nb.njit(cache=True)
+def cluster_roots(parent: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The root of each of ``items``."""
+    out = np.empty(items.shape[0], dtype=np.int64)
+    for i in range(items.shape[0]):
+        out[i] = uf_find(parent, items[i])
     return out
 
 

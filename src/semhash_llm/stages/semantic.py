@@ -3,7 +3,8 @@
 While the input streams, every document that reaches the feature stage gets a K-bit SPH
 code from the distilled student (:mod:`semhash_llm.sph`); only the codes are kept (8 bytes
 a document at K = 64). After the stream, multi-index hashing proposes every pair of codes
-within the Hamming radius — the semantic neighbourhood that lexical banding cannot see
+within the Hamming radius among one representative per cluster formed so far — the semantic
+neighbourhood that lexical banding cannot see
 (re-wrapped, re-worded, re-ordered text).
 
 Until the neural verifier lands, a proposed pair is confirmed lexically: it is accepted
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from semhash_llm.sketch.lsh import link_pairs
+from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.stages.near import Edges, MinHashLSHStage
 
@@ -60,18 +62,23 @@ class SPHStage:
         sigs, rows = near.signatures()
         if sigs.shape[0] != codes.shape[0]:
             raise RuntimeError(f"SPH has {codes.shape[0]} codes but MinHash {sigs.shape[0]} signatures")
-        cands = self.sph_.candidates_from_codes(codes)
+        # Block only one code per cluster formed so far (its root): documents already merged by
+        # Bloom or LSH — a hot spot's thousands of copies — enter the Hamming search once, which
+        # keeps the candidate count linear in the number of clusters, not quadratic in copies.
+        reps = np.flatnonzero(cluster_roots(parent, rows) == rows)
+        cands = self.sph_.candidates_from_codes(codes[reps])
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9))
         edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
         edges_b = np.empty_like(edges_a)
         edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
-        link_pairs(cands.a.astype(np.int64), cands.b.astype(np.int64), sigs, rows, parent, min_equal,
+        link_pairs(reps[cands.a], reps[cands.b], sigs, rows, parent, min_equal,
                    edges_a, edges_b, edges_s, self.counters_)
         k = int(self.counters_[2])
         self.details_ = {
             "bits": self.config.bits,
             "radius": self.config.radius,
+            "codes_blocked": int(reps.shape[0]),
             "pairs_proposed": len(cands),
             "all_pairs": cands.all_pairs,
             "pruned_fraction": round(cands.pruned_fraction, 6),
