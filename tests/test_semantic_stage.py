@@ -51,3 +51,27 @@ def test_sph_needs_minhash() -> None:
         PipelineConfig.from_dict({"minhash": {"enabled": False}})
     cfg = PipelineConfig.from_dict({"minhash": {"enabled": False}, "sph": {"enabled": False}})
     assert not cfg.minhash.enabled
+
+
+def test_radius_adapts_to_the_candidate_budget() -> None:
+    import numpy as np
+
+    from semhash_llm.sph import SPHConfig
+    from semhash_llm.stages.semantic import SPHStage
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 2**63, size=1, dtype=np.uint64)
+    # Codes that differ from one base code in a few random bits: dense, like a crowded topic.
+    flips = rng.integers(0, 64, size=(4000, 3))
+    codes = np.repeat(base, 4000)
+    for j in range(3):
+        codes ^= np.left_shift(np.uint64(1), flips[:, j].astype(np.uint64))
+    generous = SPHStage(SPHConfig(max_pairs_per_doc=1e9))
+    assert generous._radius(codes)[0] == 8
+    tight = SPHStage(SPHConfig(max_pairs_per_doc=1.0))
+    radius, expected = tight._radius(codes)
+    assert radius < 8 and expected <= 1.0 * codes.shape[0]
+    fixed = SPHStage(SPHConfig(max_pairs_per_doc=None))
+    assert fixed._radius(codes)[0] == 8
+    with pytest.raises(ValueError, match="max_pairs_per_doc"):
+        SPHConfig(max_pairs_per_doc=0)

@@ -49,6 +49,12 @@ class SPHConfig:
         Teacher model name or path used by training; ``None`` is the offline all-MiniLM-L6-v2.
     batch_size:
         Documents per student encoding batch.
+    max_pairs_per_doc:
+        Candidate budget of the cascade's blocking. Random pairs fall within a radius with
+        a probability p(r) set by the data, so the candidates grow as n^2 p(r); the cascade
+        estimates p(r) from a sample of codes and uses the largest radius up to ``radius``
+        whose expected candidates stay under ``max_pairs_per_doc * n``. ``None`` always
+        uses ``radius``.
     min_jaccard:
         Used by the cascade while no neural verifier is available: an SPH candidate is
         accepted when the MinHash estimate of its Jaccard similarity reaches this floor
@@ -64,6 +70,7 @@ class SPHConfig:
     hyperplanes_path: str | None = None
     teacher: str | None = None
     batch_size: int = 4096
+    max_pairs_per_doc: float | None = 32.0
     min_jaccard: float = 0.5
 
     def __post_init__(self) -> None:
@@ -100,6 +107,15 @@ class SPHConfig:
         if not _is_int(self.batch_size) or not 1 <= self.batch_size <= 1_000_000:
             raise ValueError(
                 f"The 'batch_size' parameter of SPHConfig must be an int in [1, 1000000]. Got {self.batch_size!r} instead."
+            )
+        if self.max_pairs_per_doc is not None and (
+            isinstance(self.max_pairs_per_doc, bool)
+            or not isinstance(self.max_pairs_per_doc, (int, float))
+            or not self.max_pairs_per_doc > 0
+        ):
+            raise ValueError(
+                "The 'max_pairs_per_doc' parameter of SPHConfig must be a float > 0 or None. "
+                f"Got {self.max_pairs_per_doc!r} instead."
             )
         if isinstance(self.min_jaccard, bool) or not isinstance(self.min_jaccard, (int, float)) or not 0.0 <= self.min_jaccard <= 1.0:
             raise ValueError(

@@ -25,6 +25,8 @@ import numpy as np
 from semhash_llm.sketch.lsh import link_pairs
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
+from semhash_llm.sph.blocking import hamming_candidates
+from semhash_llm.sph.hyperplanes import as_words
 from semhash_llm.stages.near import Edges, MinHashLSHStage
 
 __all__ = ["SPHStage", "SPH_EDGE_KIND"]
@@ -66,7 +68,9 @@ class SPHStage:
         # Bloom or LSH — a hot spot's thousands of copies — enter the Hamming search once, which
         # keeps the candidate count linear in the number of clusters, not quadratic in copies.
         reps = np.flatnonzero(cluster_roots(parent, rows) == rows)
-        cands = self.sph_.candidates_from_codes(codes[reps])
+        radius, expected = self._radius(codes[reps])
+        cands = hamming_candidates(codes[reps], radius=radius, num_chunks=self.config.num_chunks,
+                                   bits=self.config.bits, hot_spots=self.config.hot_spots)
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9))
         edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
@@ -77,7 +81,9 @@ class SPHStage:
         k = int(self.counters_[2])
         self.details_ = {
             "bits": self.config.bits,
-            "radius": self.config.radius,
+            "radius": radius,
+            "max_radius": self.config.radius,
+            "expected_pairs_at_radius": int(expected),
             "codes_blocked": int(reps.shape[0]),
             "pairs_proposed": len(cands),
             "all_pairs": cands.all_pairs,
@@ -89,3 +95,28 @@ class SPHStage:
         }
         return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(),
                      np.full(k, SPH_EDGE_KIND, np.uint8))
+
+    def _radius(self, codes: np.ndarray, sample: int = 2000) -> tuple[int, float]:
+        """The largest radius (up to the configured one) that keeps the candidates in budget.
+
+        The share of all pairs within each distance is estimated from the pairs of a fixed
+        sample of codes (deterministic: an evenly spaced sample).
+        """
+        words = as_words(codes)
+        n = words.shape[0]
+        total = n * (n - 1) / 2
+        budget = self.config.max_pairs_per_doc
+        if budget is None or n < 2:
+            return self.config.radius, 0.0
+        pick = words[np.linspace(0, n - 1, num=min(n, sample)).astype(np.int64)]
+        m = pick.shape[0]
+        hist = np.zeros(self.config.bits + 1, dtype=np.int64)
+        for i in range(m - 1):
+            d = np.bitwise_count(pick[i + 1 :] ^ pick[i]).sum(axis=1)
+            hist += np.bincount(d, minlength=self.config.bits + 1)
+        share = np.cumsum(hist) / max(m * (m - 1) / 2, 1)
+        for r in range(self.config.radius, -1, -1):
+            expected = float(share[r] * total)
+            if expected <= budget * n or r == 0:
+                return r, expected
+        return 0, 0.0  # unreachable: r == 0 returns above
