@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Set up, then run the type checker on src/ and the test suite (offline, CPU only).
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
+# Without arguments the slow tests (which read ../shared/data) are left out; arguments go to
+# pytest instead, e.g. `bash scripts/test.sh -m slow` or `bash scripts/test.sh tests/test_sketch.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/python -m mypy src/semhash_llm
 set +e
+if [ "$#" -eq 0 ]; then set -- -m "not slow"; fi
 .venv/bin/python -m pytest "$@"
 rc=$?
 set -e
