@@ -199,7 +199,11 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``semhash-llm`` argument parser."""
-    parser = argparse.ArgumentParser(prog="semhash-llm", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="semhash-llm",
+        description="Deduplicate text corpora for LLM pre-training: Bloom exact, MinHash LSH and semantic "
+        "projection hashing, with an exact account of every decision.",
+    )
     parser.add_argument("--version", action="version", version=f"semhash-llm {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -244,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ConfigError, InputError, ValueError, OSError) as exc:
+        if args.verbose >= 2:
+            raise
         print(f"semhash-llm: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
