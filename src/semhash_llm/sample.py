@@ -22,6 +22,7 @@ import pkgutil
 import random
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,12 @@ _JA_WORDS = ["データ", "モデル", "言語", "テキスト", "学習", "重�
 
 def stdlib_paragraphs(min_chars: int = 250, max_docs: int = 20000) -> list[str]:
     """Distinct docstrings (modules, classes, functions) of the standard library, in a stable order."""
+    with warnings.catch_warnings():  # deprecated modules warn when imported; their docs are still text
+        warnings.simplefilter("ignore")
+        return _stdlib_paragraphs(min_chars, max_docs)
+
+
+def _stdlib_paragraphs(min_chars: int, max_docs: int) -> list[str]:
     names = sorted(
         m.name for m in pkgutil.iter_modules()
         if m.name in sys.stdlib_module_names and not m.name.startswith(_SKIP_PREFIXES)
