@@ -133,3 +133,15 @@ def test_skip_reason_categories() -> None:
         "'text' too long"
     assert reason_category("field 'text' is a int, expected a string") == "wrong type of 'text'"
     assert reason_category("field 'body' is empty") == "empty 'body'"
+
+
+def test_iter_json_objects_names_the_bad_line(tmp_path: Path) -> None:
+    from semhash_llm.io.readers import iter_json_objects
+
+    p = tmp_path / "x.jsonl.gz"
+    p.write_bytes(gzip.compress(b'{"a": 1}\n\n[2]\n{"b": \n'))
+    it = iter_json_objects(p)
+    assert next(it) == (1, {"a": 1})
+    assert next(it) == (3, [2])
+    with pytest.raises(InputError, match=r"x\.jsonl\.gz:4: invalid JSON"):
+        next(it)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import bz2
 import csv
 import html
-import json
 import logging
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+
+from semhash_llm.io.readers import InputError, iter_json_objects
 
 logger = logging.getLogger(__name__)
 
@@ -146,33 +147,30 @@ def read_newsgroups(root: Path) -> list[NewsPost]:
     """20-Newsgroups posts with the header block stripped; the subject is kept."""
     path = _require(root / "gensim_lee_wiki" / "mini_newsgroup.jsonl")
     posts: list[NewsPost] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON: {exc}") from exc
-            text = obj.get("text")
-            if not isinstance(text, str):
-                raise DataError(f"{path}:{lineno}: field 'text' must be a string, got {type(text).__name__}")
-            head, sep, body = text.replace("\r\n", "\n").partition("\n\n")
-            if not sep:
-                head, body = "", text
-            subject = ""
-            for hline in head.split("\n"):
-                if hline.lower().startswith("subject:"):
-                    subject = hline.split(":", 1)[1].strip()
-            if head and not _is_header_block(head):
-                # Not a header block after all: keep the whole text as the body.
-                body = text
-            while True:  # some posts carry a second (forwarded / Xref) header block
-                nxt, sep2, rest = body.strip().partition("\n\n")
-                if not sep2 or not _is_header_block(nxt):
-                    break
-                body = rest
-            posts.append(NewsPost(subject=subject, body=body.strip(), origin=f"{path}:{lineno}"))
+    try:
+        records = list(iter_json_objects(path))
+    except InputError as exc:
+        raise DataError(str(exc)) from exc
+    for lineno, obj in records:
+        text = obj.get("text") if isinstance(obj, dict) else None
+        if not isinstance(text, str):
+            raise DataError(f"{path}:{lineno}: field 'text' must be a string, got {type(text).__name__}")
+        head, sep, body = text.replace("\r\n", "\n").partition("\n\n")
+        if not sep:
+            head, body = "", text
+        subject = ""
+        for hline in head.split("\n"):
+            if hline.lower().startswith("subject:"):
+                subject = hline.split(":", 1)[1].strip()
+        if head and not _is_header_block(head):
+            # Not a header block after all: keep the whole text as the body.
+            body = text
+        while True:  # some posts carry a second (forwarded / Xref) header block
+            nxt, sep2, rest = body.strip().partition("\n\n")
+            if not sep2 or not _is_header_block(nxt):
+                break
+            body = rest
+        posts.append(NewsPost(subject=subject, body=body.strip(), origin=f"{path}:{lineno}"))
     return posts
 
 

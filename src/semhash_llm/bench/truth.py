@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from semhash_llm.io.readers import InputError, iter_json_objects
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -291,22 +293,19 @@ def read_corpus(path: Path) -> list[dict[str, object]]:
     """Read a corpus JSONL file (``{"id": str, "text": str}`` per line), checking each line."""
     out: list[dict[str, object]] = []
     seen: set[str] = set()
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TruthError(f"{path}:{lineno}: invalid JSON: {exc}") from exc
-            if not isinstance(obj.get("id"), str):
-                raise TruthError(f"{path}:{lineno}: field 'id' must be a string")
-            if not isinstance(obj.get("text"), str):
-                raise TruthError(f"{path}:{lineno}: field 'text' must be a string")
-            if obj["id"] in seen:
-                raise TruthError(f"{path}:{lineno}: duplicate id {obj['id']!r}")
-            seen.add(obj["id"])
-            out.append(obj)
+    try:
+        records = list(iter_json_objects(Path(path)))
+    except InputError as exc:
+        raise TruthError(str(exc)) from exc
+    for lineno, obj in records:
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            raise TruthError(f"{path}:{lineno}: field 'id' must be a string")
+        if not isinstance(obj.get("text"), str):
+            raise TruthError(f"{path}:{lineno}: field 'text' must be a string")
+        if obj["id"] in seen:
+            raise TruthError(f"{path}:{lineno}: duplicate id {obj['id']!r}")
+        seen.add(obj["id"])
+        out.append(obj)
     return out
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "resolve_inputs",
     "iter_batches",
     "iter_json_lines",
+    "iter_json_objects",
     "iter_table_batches",
     "read_records",
     "add_record",
@@ -47,7 +48,7 @@ _JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.zstd", ".ndjson"
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-class InputError(Exception):
+class InputError(ValueError):
     """A bad input: the message names the file, the line or row, and the field."""
 
     def __init__(self, path: str, message: str, line: int | None = None, field_name: str | None = None,
@@ -238,6 +239,19 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                     yield line_no, raw
         except (OSError, EOFError, ValueError) as exc:
             raise InputError(str(path), f"cannot read past this line: {exc}", line=line_no + 1) from None
+
+
+def iter_json_objects(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, parsed value)`` for the non-blank lines of a JSONL file.
+
+    Raises :class:`InputError` naming the file and line at the first line that is not JSON.
+    """
+    for line_no, raw in iter_json_lines(path):
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(path.as_posix(), f"invalid JSON: {exc}", line=line_no) from None
+        yield line_no, value
 
 
 def iter_table_batches(path: Path, kind: FileKind, batch_size: int,
