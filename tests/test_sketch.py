@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from semhash_llm.sketch import BloomFilter, MinHash, ScalableBloomFilter, UnionFind, bloom_parameters
-from semhash_llm.sketch.lsh import band_keys, link_band, lsh_probability, optimal_lsh_params
+from semhash_llm.sketch.lsh import band_key_column, band_keys, link_band, lsh_probability, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_into, minhash_permutations
+from semhash_llm.sketch.unionfind import cluster_roots
 
 
 def _keys(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -163,17 +164,23 @@ def test_union_find_matches_components_and_roots_are_minimal() -> None:
     assert uf.union(0, 0) is False
 
 
-def test_hot_bucket_is_linked_linearly() -> None:
-    n = 5000
-    sigs = np.tile(np.arange(32, dtype=np.uint32), (n, 1))
-    keys = band_keys(sigs, 4, 8)
-    col = np.ascontiguousarray(keys[:, 0])
+def _link_first_band(sigs: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Link the buckets of band 0 (4 bands of 8 rows, 26 equal slots to accept); (roots, edge b, counters)."""
+    n = sigs.shape[0]
+    col = band_key_column(sigs, 0, 8)
     order = np.argsort(col, kind="stable")
     parent = np.arange(n, dtype=np.int64)
     ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
     es = np.empty(n, np.float32)
     counters = np.zeros(4, np.int64)
-    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, 32, 8, ea, eb, es, counters)
+    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, max_bucket_size, 8, ea, eb, es, counters)
+    return cluster_roots(parent, np.arange(n, dtype=np.int64)), eb, counters
+
+
+def test_hot_bucket_is_linked_linearly() -> None:
+    n = 5000
+    sigs = np.tile(np.arange(32, dtype=np.uint32), (n, 1))
+    _, eb, counters = _link_first_band(sigs, max_bucket_size=32)
     assert counters[1] == n - 1  # compared: one per member, not n(n-1)/2
     assert counters[2] == n - 1
     assert (eb[: n - 1] == 0).all()  # every member linked to the representative
@@ -184,27 +191,12 @@ def test_hot_bucket_with_two_clusters_restars() -> None:
     sigs = np.zeros((n, 32), dtype=np.uint32)
     sigs[:, :8] = 7  # every row shares band 0
     sigs[1::2, 8:] = 1  # odd rows form a second cluster, far from the even rows
-    col = np.ascontiguousarray(band_keys(sigs, 4, 8)[:, 0])
-    order = np.argsort(col, kind="stable")
-    parent = np.arange(n, dtype=np.int64)
-    ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
-    es = np.empty(n, np.float32)
-    counters = np.zeros(4, np.int64)
-    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, 8, 8, ea, eb, es, counters)
-    uf_roots = [int(_find(parent, i)) for i in range(n)]
-    assert set(uf_roots[0::2]) == {0} and set(uf_roots[1::2]) == {1}
+    roots, _, counters = _link_first_band(sigs, max_bucket_size=8)
+    assert set(roots[0::2].tolist()) == {0} and set(roots[1::2].tolist()) == {1}
     assert counters[1] < 2 * n
 
 
-def _find(parent: np.ndarray, x: int) -> int:
-    while parent[x] != x:
-        x = parent[x]
-    return x
-
-
 def test_band_key_column_matches_band_keys() -> None:
-    from semhash_llm.sketch.lsh import band_key_column
-
     rng = np.random.default_rng(0)
     sigs = rng.integers(0, 2**32, size=(50, 24), dtype=np.uint32)
     keys = band_keys(sigs, 3, 8)
