@@ -19,7 +19,9 @@ from semhash_llm.sketch.lsh import MAX_STAR_ROUNDS, band_key_column, link_band, 
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["MinHashLSHStage", "Edges"]
+__all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]
+
+LSH_EDGE_KIND = 1
 
 
 @dataclass
@@ -37,6 +39,18 @@ class Edges:
 
     def __len__(self) -> int:
         return int(self.a.shape[0])
+
+    @classmethod
+    def buffer(cls, num_docs: int, kind: int) -> Edges:
+        """Room for the edges a linking kernel can accept among ``num_docs`` documents (a forest)."""
+        size = max(num_docs - 1, 1)
+        return cls(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float32),
+                   np.full(size, kind, np.uint8))
+
+    def head(self, count: int) -> Edges:
+        """The first ``count`` edges, as compact copies."""
+        return Edges(self.a[:count].copy(), self.b[:count].copy(), self.score[:count].copy(),
+                     self.kind[:count].copy())
 
     @staticmethod
     def concat(parts: list[Edges]) -> Edges:
@@ -99,16 +113,14 @@ class MinHashLSHStage:
         sigs, rows = self.signatures()
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9))
-        edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
-        edges_b = np.empty_like(edges_a)
-        edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
+        out = Edges.buffer(n, LSH_EDGE_KIND)
         for j in range(self.num_bands):
             col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
             link_band(order, col, sigs, rows, parent, min_equal, self.config.max_bucket_size,
-                      MAX_STAR_ROUNDS, edges_a, edges_b, edges_s, self.counters_)
+                      MAX_STAR_ROUNDS, out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
-        return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(), np.ones(k, np.uint8))
+        return out.head(k)
 
     def signatures(self) -> tuple[np.ndarray, np.ndarray]:
         """All signatures as one matrix and the global document index of each row."""

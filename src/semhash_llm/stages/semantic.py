@@ -73,11 +73,9 @@ class SPHStage:
                                    bits=self.config.bits, hot_spots=self.config.hot_spots)
         n = sigs.shape[0]
         min_equal = int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9))
-        edges_a = np.empty(max(n - 1, 1), dtype=np.int64)
-        edges_b = np.empty_like(edges_a)
-        edges_s = np.empty(edges_a.shape[0], dtype=np.float32)
+        out = Edges.buffer(n, SPH_EDGE_KIND)
         link_pairs(reps[cands.a], reps[cands.b], sigs, rows, parent, min_equal,
-                   edges_a, edges_b, edges_s, self.counters_)
+                   out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         self.details_ = {
             "bits": self.config.bits,
@@ -93,8 +91,7 @@ class SPHStage:
             "min_jaccard": self.config.min_jaccard,
             "encode_seconds": round(self.encode_seconds_, 3),
         }
-        return Edges(edges_a[:k].copy(), edges_b[:k].copy(), edges_s[:k].copy(),
-                     np.full(k, SPH_EDGE_KIND, np.uint8))
+        return out.head(k)
 
     def _radius(self, codes: np.ndarray, sample: int = 2000) -> tuple[int, float]:
         """The largest radius (up to the configured one) that keeps the candidates in budget.
