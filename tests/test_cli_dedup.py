@@ -92,6 +92,31 @@ def test_no_bloom_still_finds_exact_copies_via_lsh(corpus, tmp_path: Path) -> No
     assert _run([str(path), "-o", str(tmp_path / "o"), "--no-bloom"]) == 0
     docs = _docs(tmp_path / "o")
     assert {i for i, d in docs.items() if d["action"] == "remove"} == set(truth)
+    # With the exact stage off, nothing may claim it decided: the copies were found by LSH.
+    for dup in truth:
+        assert (docs[dup]["relation"], docs[dup]["decided_by"]) == ("near_duplicate", "lsh"), dup
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["funnel"][1]["docs_removed"] == 0
+
+
+def test_symbol_only_documents_are_exact_duplicates(tmp_path: Path) -> None:
+    """Documents made only of emoji or punctuation have no tokens, but identical ones are copies."""
+    recs = [
+        {"id": "e1", "text": "😀🎉🔥 !!!"},
+        {"id": "e2", "text": "😀🎉🔥 !!!"},
+        {"id": "e3", "text": "😀 🎉🔥   !!!"},  # the same up to whitespace
+        {"id": "e4", "text": "🔥🎉😀 !!!"},  # another order: another document
+        {"id": "p1", "text": "--- *** ---"},
+        {"id": "p2", "text": "--- *** ---"},
+        {"id": "w1", "text": "fire party smile"},
+    ]
+    path = write_jsonl(tmp_path / "sym.jsonl", recs)
+    assert _run([str(path), "-o", str(tmp_path / "o")]) == 0
+    docs = _docs(tmp_path / "o")
+    assert {i for i, d in docs.items() if d["action"] == "remove"} == {"e2", "e3", "p2"}
+    assert docs["e2"]["duplicate_of"] == docs["e3"]["duplicate_of"] == "e1"
+    assert (docs["e2"]["relation"], docs["e2"]["decided_by"]) == ("exact", "bloom")
+    assert docs["p2"]["duplicate_of"] == "p1"
 
 
 def test_keep_longest_and_priority(tmp_path: Path) -> None:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from semhash_llm.config import NormalizeConfig, ShingleConfig
 from semhash_llm.text import normalize, shingle_hashes, tokens
+from semhash_llm.text.normalize import normalize_batch
+from semhash_llm.text.tokenize import tokenize_batch
 from semhash_llm.text.normalize import CharClass, char_classes
 
 
@@ -63,3 +67,32 @@ def test_shingle_hash_is_order_sensitive() -> None:
     a = shingle_hashes("one two three four five")
     b = shingle_hashes("five four three two one")
     assert not np.array_equal(a, b)
+
+
+def _digests(texts: list[str]) -> list[bytes]:
+    ncfg = NormalizeConfig()
+    batch = tokenize_batch(normalize_batch(texts, ncfg), char_classes(ncfg.strip_punctuation), ShingleConfig())
+    return [int(h).to_bytes(8, "big") + int(lo).to_bytes(8, "big")
+            for h, lo in zip(batch.digest_hi.tolist(), batch.digest_lo.tolist())]
+
+
+def test_exact_key_is_blake2b_of_the_token_stream() -> None:
+    """The exact stage's key is cryptographic: BLAKE2b-128 over the tokens, each ended by 0xFF.
+
+    A non-cryptographic digest (FNV-1a) lets an adversary craft a text with the digest of a
+    chosen document and so get it deleted; BLAKE2b makes that infeasible.
+    """
+    texts = ["Hello, World!  café 中文 ok", "The end.", "ǅ ﬁ Straße 😀 tail"]
+    for text, digest in zip(texts, _digests(texts)):
+        stream = b"".join(tok.encode("utf-8") + b"\xff" for tok in tokens(text))
+        assert digest == hashlib.blake2b(stream, digest_size=16, person=b"semhash-tokens").digest()
+
+
+def test_exact_key_ignores_case_punctuation_and_spacing_only() -> None:
+    same = _digests(["Hello, world!", "hello   WORLD", "hello world."])
+    assert len(set(same)) == 1
+    # Token boundaries matter: "ab c" is not "a bc", nor "abc".
+    assert len(set(_digests(["ab c", "a bc", "abc", "ab c d"]))) == 4
+    # Documents without tokens are keyed by their text without whitespace, apart from token streams.
+    sym = _digests(["😀 !!", "😀!!", "!! 😀", "--"])
+    assert sym[0] == sym[1] and len({sym[1], sym[2], sym[3]}) == 3

@@ -45,7 +45,7 @@ class DocStatus:
 
     OK = 0
     SKIPPED = 1  # bad record, skipped with on_error='skip'
-    NO_TOKENS = 2  # only punctuation/symbols: nothing to compare, kept as is
+    NO_TOKENS = 2  # only punctuation/symbols/emoji: exact duplicates only, no near-duplicate features
 
 
 def peak_rss_mb() -> float:
@@ -136,16 +136,17 @@ class CascadeState:
         removed = (keeper != index) | skipped
         in_cluster = sel.cluster_size > 1
         is_dup = in_cluster & (keeper != index)
-        same_digest = (self.digest_hi == self.digest_hi[keeper]) & (self.digest_lo == self.digest_lo[keeper])
-        # Relation codes: 0 exact (same normalized text as the survivor), 1 + edge kind otherwise.
-        names = [("exact", "bloom")] + [EDGE_KINDS[k] for k in sorted(EDGE_KINDS)] + [("skipped", "reader")]
-        code = np.where(same_digest, 0, 1 + np.maximum(sel.via_kind, 0))
+        # Relation codes: the kind of the weakest accepted edge on the path to the survivor (so a
+        # copy found by LSH with the exact stage off says lsh, not bloom), then "skipped".
+        kinds = sorted(EDGE_KINDS)
+        names = [EDGE_KINDS[k] for k in kinds] + [("skipped", "reader")]
+        code = np.searchsorted(np.asarray(kinds), np.maximum(sel.via_kind, kinds[0]))
         code[skipped] = len(names) - 1
         has_code = is_dup | skipped
         code_arr = pa.array(code.astype(np.int32), mask=~has_code)
         relation = pa.DictionaryArray.from_arrays(code_arr, pa.array([r for r, _ in names])).cast(pa.string())
         decided = pa.DictionaryArray.from_arrays(code_arr, pa.array([d for _, d in names])).cast(pa.string())
-        score = np.where(same_digest, 1.0, sel.via_score)
+        score = sel.via_score
         keeper_ids = self.ids.take(pa.array(keeper))
         null_str = pa.nulls(n, pa.string())
         action = pa.DictionaryArray.from_arrays(pa.array(removed.astype(np.int8)),
@@ -230,7 +231,8 @@ class Cascade:
             status.extend(st)
             d_hi.extend(tb.digest_hi)
             d_lo.extend(tb.digest_lo)
-            eligible = st == DocStatus.OK
+            # Documents without tokens (only symbols or emoji) can still be exact duplicates.
+            eligible = st != DocStatus.SKIPPED
             read.seconds += time.perf_counter() - t0
             t1 = time.perf_counter()
             hits = bloom.process(tb.digest_hi, tb.digest_lo, eligible) if bloom else np.zeros(size, np.bool_)
@@ -238,7 +240,7 @@ class Cascade:
             st_bloom.seconds += time.perf_counter() - t1
             t2 = time.perf_counter()
             if near is not None:
-                to_sign = np.flatnonzero(eligible & ~hits)
+                to_sign = np.flatnonzero((st == DocStatus.OK) & ~hits)
                 # Bloom hits skip the signature; a hit that turns out to be a false positive is
                 # re-signed from its source after confirmation (see _repair).
                 near.sign(tb, to_sign, to_sign + n)
@@ -259,7 +261,7 @@ class Cascade:
         }
         st_status = status.view()
         hi, lo = d_hi.view(), d_lo.view()
-        eligible_all = st_status == DocStatus.OK
+        eligible_all = st_status != DocStatus.SKIPPED
         hits_v = hits_all.view()
 
         # ---- stage 1: confirm the Bloom hits
@@ -270,6 +272,8 @@ class Cascade:
             exact_rep = np.arange(n, dtype=np.int64)
         is_exact_dup = exact_rep != np.arange(n)
         false_pos = np.flatnonzero(hits_v & ~is_exact_dup)
+        # Only documents with tokens have near-duplicate features to repair.
+        to_repair = false_pos[st_status[false_pos] == DocStatus.OK]
         st_bloom.seconds += time.perf_counter() - t1
         st_bloom.docs_in = int(eligible_all.sum())
         st_bloom.docs_removed = int(is_exact_dup.sum())
@@ -281,12 +285,12 @@ class Cascade:
         self._tick("bloom", n, n)
 
         # ---- repair: Bloom false positives still need their features
-        if near is not None and false_pos.size:
+        if near is not None and to_repair.size:
             t2 = time.perf_counter()
-            self._repair(source, near, sph, false_pos, file_index.view(), ordinal.view(), classes)
+            self._repair(source, near, sph, to_repair, file_index.view(), ordinal.view(), classes)
             st_sign.seconds += time.perf_counter() - t2
-            st_sign.details["repaired_false_positives"] = int(false_pos.size)
-        st_sign.docs_in = st_bloom.docs_out
+            st_sign.details["repaired_false_positives"] = int(to_repair.size)
+        st_sign.docs_in = int(np.count_nonzero((st_status == DocStatus.OK) & ~is_exact_dup))
         st_sign.docs_out = near.num_signed if near else 0
         st_sign.peak_rss_mb = peak_rss_mb()
         if sph is not None:
