@@ -173,7 +173,7 @@ def _link_first_band(sigs: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray
     ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
     es = np.empty(n, np.float32)
     counters = np.zeros(4, np.int64)
-    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, max_bucket_size, 8, ea, eb, es, counters)
+    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, max_bucket_size, ea, eb, es, counters)
     return cluster_roots(parent, np.arange(n, dtype=np.int64)), eb, counters
 
 
@@ -194,6 +194,22 @@ def test_hot_bucket_with_two_clusters_restars() -> None:
     roots, _, counters = _link_first_band(sigs, max_bucket_size=8)
     assert set(roots[0::2].tolist()) == {0} and set(roots[1::2].tolist()) == {1}
     assert counters[1] < 2 * n
+
+
+def test_hot_bucket_with_many_clusters_leaves_no_member_unlinked() -> None:
+    """A big bucket holding more distinct clusters than any fixed number of star rounds."""
+    clusters, per_cluster = 20, 30
+    n = clusters * per_cluster
+    sigs = np.zeros((n, 32), dtype=np.uint32)
+    sigs[:, :8] = 7  # every row shares band 0
+    member_of = np.arange(n) % clusters  # interleaved, so each star round meets every cluster
+    sigs[:, 8:] = (member_of[:, None] * 1000 + np.arange(24)[None, :]).astype(np.uint32)
+    roots, _, counters = _link_first_band(sigs, max_bucket_size=8)
+    # Every member sits with its own cluster (root = the cluster's first row), none left over.
+    assert roots.tolist() == member_of.tolist()
+    assert counters[2] == n - clusters
+    assert counters[3] == clusters  # one star round per cluster
+    assert counters[1] <= n * clusters
 
 
 def test_band_key_column_matches_band_keys() -> None:

@@ -6,7 +6,11 @@ probability ``P(s) = 1 - (1 - s^r)^b``. :func:`optimal_lsh_params` picks ``(b, r
 
 :func:`link_band` turns one band's buckets into accepted pairs without ever expanding a big
 bucket into all its pairs: small buckets are compared pairwise, big ones are linked to a
-representative (members that fail against it start a new star, a bounded number of times).
+representative; members that fail against it start a new star among themselves, round
+after round, until every member is linked or is itself a star's centre. A bucket of ``m``
+members costs ``m × stars`` comparisons, where ``stars`` is the number of mutually
+dissimilar centres it holds: linear for a hot spot of copies, quadratic only for a bucket of
+documents that share a band yet differ pairwise — exactly the pairs that must be compared.
 """
 
 from __future__ import annotations
@@ -19,15 +23,12 @@ import numpy as np
 from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
-__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs", "MAX_STAR_ROUNDS"]
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _S29 = np.uint64(29)
 _S31 = np.uint64(31)
-
-# A big bucket is re-starred around a new representative at most this many times.
-MAX_STAR_ROUNDS = 8
 
 
 def lsh_probability(s: float | np.ndarray, num_bands: int, rows_per_band: int) -> float | np.ndarray:
@@ -128,7 +129,6 @@ def link_band(
     parent: np.ndarray,
     min_equal: int,
     max_bucket_size: int,
-    max_rounds: int,
     edges_a: np.ndarray,
     edges_b: np.ndarray,
     edges_s: np.ndarray,
@@ -139,7 +139,8 @@ def link_band(
     ``order`` sorts the signature rows by ``keys`` (stable, so each bucket lists its rows in
     input order); ``rows[i]`` is the global document index of signature row ``i``, the
     element that ``parent`` (the union-find) holds. Accepted pairs are appended to the edge
-    arrays. ``counters``: proposed, compared, accepted, unresolved.
+    arrays. ``counters``: proposed, compared, accepted, star rounds in big buckets.
+    Every member of a big bucket ends linked to a centre or as a centre: none is left over.
     """
     n = order.shape[0]
     start = 0
@@ -165,24 +166,22 @@ def link_band(
                     pending[m] = order[i]
                     m += 1
                 rep = order[start]
-                rounds = 0
-                while m > 0 and rounds < max_rounds:
+                while m > 0:
                     counters[0] += m
+                    counters[3] += 1
                     kept = 0
                     for i in range(m):
                         if _try_pair(sigs, rows, parent, pending[i], rep, min_equal,
                                      edges_a, edges_b, edges_s, counters) == 2:
                             pending[kept] = pending[i]
                             kept += 1
-                    rounds += 1
                     if kept == 0:
-                        m = 0
                         break
+                    # The first member that failed becomes the next centre (input order).
                     rep = pending[0]
                     for i in range(1, kept):
                         pending[i - 1] = pending[i]
                     m = kept - 1
-                counters[3] += m
         start = end
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
-from semhash_llm.sketch.lsh import MAX_STAR_ROUNDS, band_key_column, link_band, optimal_lsh_params
+from semhash_llm.sketch.lsh import band_key_column, link_band, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.text.tokenize import TokenizedBatch
 
@@ -118,7 +118,7 @@ class MinHashLSHStage:
             col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
             link_band(order, col, sigs, rows, parent, min_equal, self.config.max_bucket_size,
-                      MAX_STAR_ROUNDS, out.a, out.b, out.score, self.counters_)
+                      out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         return out.head(k)
 
@@ -157,6 +157,6 @@ class MinHashLSHStage:
             "pairs_proposed": int(self.counters_[0]),
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": int(self.counters_[2]),
-            "unresolved_in_hot_buckets": int(self.counters_[3]),
+            "hot_bucket_star_rounds": int(self.counters_[3]),
             "signature_bytes": self.signature_bytes(),
         }
