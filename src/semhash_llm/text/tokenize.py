@@ -201,7 +201,7 @@ def digest_documents(
     """
     n = len(normalized)
     out = bytearray(16 * n)
-    view = memoryview(canon)
+    view = memoryview(canon.data)
     blake = hashlib.blake2b
     for d in range(n):
         if num_tokens[d]:
