@@ -36,9 +36,13 @@ def test_speed_corpus_and_tiny_run() -> None:
     assert c1.texts == c2.texts
     assert int((c1.kind == 1).sum()) == 60 and int((c1.kind == 2).sum()) == 50
     assert shingle_words("A b, c d e f") == ["a b c d e", "b c d e f"]
-    rows = run_speed(c1, ["semhash-llm"])
-    assert rows[0].false_removals == 0 and rows[0].recall_hot == 1.0
-    assert rows[0].recall_near > 0.5
-    table = format_table(rows, len(c1.texts))
+    table = format_table(run_speed(c1, ["semhash-llm"]), len(c1.texts))
     assert table.splitlines()[2].startswith("| semhash-llm |")
-    assert np.isfinite(rows[0].docs_per_s)
+    # The README claims near-duplicate recall on par with datasketch (0.898 vs 0.904 at 100k): check it
+    # on 300 planted near copies, against datasketch in the same run.
+    corpus = make_speed_corpus(3000, doc_chars=2000, near_fraction=0.1, hot_copies=50, seed=1)
+    ours, peer = run_speed(corpus, ["semhash-llm", "datasketch"])
+    assert ours.false_removals == 0 and ours.recall_hot == 1.0
+    assert ours.recall_near >= 0.85
+    assert ours.recall_near >= peer.recall_near - 0.02
+    assert np.isfinite(ours.docs_per_s)

@@ -64,6 +64,30 @@ def test_minishlab_semhash_with_precomputed_vectors() -> None:
     c.texts[5] = c.texts[2]  # an exact copy
     v[5] = v[2]
     assert _removed(bl.minishlab_semhash(c, v)) == {"d5": "d2", "d7": "d3"}
+    c.texts[7] = c.texts[3] + " and more"  # the later record is longer: keep=longest keeps it
+    assert _removed(bl.minishlab_semhash(c, v, "longest")) == {"d5": "d2", "d3": "d7"}
+
+
+def test_every_baseline_follows_the_keep_policy() -> None:
+    """The survivor is a policy applied alike to every row: with keep=longest the longer copy stays."""
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(3000)]
+    short = " ".join(rng.choice(vocab) for _ in range(300))
+    longer = short + " " + " ".join(rng.choice(vocab) for _ in range(4))  # a near copy, a bit longer
+    other = " ".join(rng.choice(vocab) for _ in range(300))
+    c = bl.Corpus(["s", "l", "o", "s2"], [short, longer, other, short], "k" * 64)
+    v = np.random.default_rng(0).normal(size=(4, 16)).astype(np.float32)
+    v[1] = v[0] + 1e-3
+    v[3] = v[0]
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    assert _removed(bl.exact_hash(c, "longest")) == {"s2": "s"}  # equal length: the earliest stays
+    for fn in (bl.minhash_lsh, bl.simhash64):
+        assert _removed(fn(c, "first")) == {"l": "s", "s2": "s"}, fn.__name__
+        assert _removed(fn(c, "longest")) == {"s": "l", "s2": "l"}, fn.__name__
+    assert _removed(bl.neardup_bert(c, v, "first")) == {"l": "s", "s2": "s"}
+    assert _removed(bl.neardup_bert(c, v, "longest")) == {"s": "l", "s2": "l"}
+    with pytest.raises(ValueError, match="'keep' parameter"):
+        bl.exact_hash(c, "priority")  # type: ignore[arg-type]
 
 
 @pytest.mark.ml

@@ -45,6 +45,14 @@ def test_small_run_end_to_end_on_fake_data(tmp_path: Path, monkeypatch: pytest.M
     rows = {r["system"]: r for r in res["rows"]}
     assert rows["exact-hash"]["score"]["fdr"] == 0.0
     assert rows["exact-hash"]["score"]["s_b"] > 0.0  # B has exact copies
+    assert rows["minhash-lsh (datasketch)"]["score"]["s_b"] >= 0.9  # B's light variations are MinHash's job
+    # SemHash-LLM really ran and found what it should: the hot spots, and more than MinHash alone.
+    ours, lexical = rows["semhash-llm"]["score"], rows["semhash-llm −SPH"]["score"]
+    assert ours["s_b"] >= 0.8 and ours["fdr"] <= 0.05
+    assert ours["composite"] >= 15.0
+    assert ours["composite"] >= lexical["composite"] > 0.0
+    assert ours["composite"] > rows["simhash-64"]["score"]["composite"]
+    assert res["keep"] == "longest" and "keeps the longest document" in text
     assert res["teacher"] is None
     assert (out / "corpus" / "corpus.jsonl").exists() and (out / "corpus" / "truth.json").exists()
 
@@ -71,12 +79,18 @@ def test_ablation_rows_never_pose_as_results() -> None:
     assert names[:5] == ["exact-hash", "minhash-lsh (datasketch)", "simhash-64", "neardup-bert (MiniLM cos)",
                          "semhash (MinishLab, MiniLM)"]
     main_row = specs[5]
-    assert main_row.name.startswith("semhash-llm")
+    # SPH is built: --no-sph turns it off and the row says so in its name and notes.
+    assert main_row.name == "semhash-llm −SPH"
+    assert main_row.run is not None and "SPH off" in main_row.notes
+    built = [s for s in specs[6:] if s.run is not None]
+    assert [s.name for s in built] == []  # no other component is built yet: no other row runs
     for s in specs[6:]:
-        assert s.run is not None or "not built yet" in s.notes
-    if main_row.name == "semhash-llm":  # --no-sph had no component to turn off
-        assert main_row.run is None or "--no-sph" in main_row.notes
+        assert s.run is None and "not built yet" in s.notes
     assert len(specs) == 6 + len(ABLATIONS) - 1  # the row turned off by --no-sph is not repeated
+    # Without switches the full system runs and each built component gets its ablation row.
+    full = build_registry({}, ablations=True)
+    assert full[5].name == "semhash-llm" and full[5].run is not None
+    assert [s.name for s in full[6:] if s.run is not None] == ["semhash-llm −SPH"]
 
 
 @pytest.mark.slow
@@ -89,3 +103,8 @@ def test_real_data_small_run(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "| semhash (MinishLab, MiniLM)" in text
     res = json.loads((tmp_path / "bench.json").read_text())
     assert res["documents"] >= 2500
+    rows = {r["system"]: r["score"] for r in res["rows"]}
+    ours = rows["semhash-llm"]
+    # On real data SemHash-LLM beats the lexical peers and stays under 2% false deletions.
+    assert ours["composite"] > rows["minhash-lsh (datasketch)"]["composite"] + 5.0
+    assert ours["fdr"] <= 0.02 and ours["s_b"] >= 0.9

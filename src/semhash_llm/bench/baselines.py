@@ -8,8 +8,11 @@ Thresholds are fixed a priori from each method's customary setting, never tuned 
 * NearDup-BERT — cosine ≥ 0.95 on the MiniLM teacher's mean-pooled, normalised embeddings;
 * MinishLab ``semhash`` — its ``self_deduplicate`` default threshold 0.9, with the same MiniLM embeddings.
 
-Pairwise baselines (MinHash, SimHash, cosine) merge their pairs by union-find; in each component the
-document first in corpus order is kept and every other member removed as its duplicate. The baselines
+Every baseline's pairs (for MinishLab semhash: each removed record and the record it names) are merged
+by union-find, and the survivor of each component is chosen by the same keep policy as SemHash-LLM's
+in the same run (``keep``: ``longest`` — the longest text, ties to the earliest — or ``first``, the
+earliest in corpus order); every other member is removed as its duplicate. Which document survives is a
+policy, not a detection algorithm, so it must not differ between the rows of one table. The baselines
 are deliberately independent of the SemHash-LLM package code, so a bug there cannot move a peer's row.
 """
 
@@ -24,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +46,8 @@ __all__ = [
     "NEARDUP_COSINE",
     "SEMHASH_THRESHOLD",
     "TEACHER_MAX_TOKENS",
+    "KEEP_POLICIES",
+    "KeepPolicy",
     "Corpus",
     "TeacherEmbeddings",
     "TeacherEncoder",
@@ -66,6 +71,9 @@ TEACHER_MAX_TOKENS = 256
 TEACHER_BATCH = 32
 
 _WORDS = re.compile(r"\w+")
+
+KeepPolicy = Literal["first", "longest"]
+KEEP_POLICIES: tuple[str, ...] = ("first", "longest")
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ class _UnionFind:
 
     def union(self, a: int, b: int) -> None:
         ra, rb = self.find(a), self.find(b)
-        if ra != rb:  # the smaller index is the root: the earliest document survives
+        if ra != rb:  # the smaller index is the root
             if ra < rb:
                 self.parent[rb] = ra
             else:
@@ -112,27 +120,36 @@ def _from_pairs(
     corpus: Corpus,
     pairs: Sequence[tuple[int, int, float]],
     name: str,
-    relation: str,
+    relation: str | Callable[[int], str],
+    keep: KeepPolicy = "first",
 ) -> pa.Table:
+    """Decisions from accepted pairs: union-find components, one survivor each by ``keep``."""
+    if keep not in KEEP_POLICIES:
+        raise ValueError(f"The 'keep' parameter of the baselines must be one of {KEEP_POLICIES}. Got {keep!r} instead.")
     uf = _UnionFind(len(corpus))
     best: dict[int, float] = {}
     for a, b, s in pairs:
         uf.union(a, b)
         best[a] = max(best.get(a, 0.0), s)
         best[b] = max(best.get(b, 0.0), s)
+    survivor: dict[int, int] = {}
+    for i in sorted(best):  # ascending index: ties in length go to the earliest document
+        root = uf.find(i)
+        cur = survivor.get(root)
+        if cur is None or (keep == "longest" and len(corpus.texts[i]) > len(corpus.texts[cur])):
+            survivor[root] = i
     removed: dict[str, str | None] = {}
     rel: dict[str, str] = {}
     cluster: dict[str, str] = {}
     score: dict[str, float] = {}
     by: dict[str, str] = {}
     for i in sorted(best):
-        root = uf.find(i)
-        cid = f"{name}:{corpus.ids[root]}"
-        cluster[corpus.ids[i]] = cid
-        if root != i:
+        kept = survivor[uf.find(i)]
+        cluster[corpus.ids[i]] = f"{name}:{corpus.ids[kept]}"
+        if kept != i:
             d = corpus.ids[i]
-            removed[d] = corpus.ids[root]
-            rel[d] = relation
+            removed[d] = corpus.ids[kept]
+            rel[d] = relation if isinstance(relation, str) else relation(i)
             score[d] = best[i]
             by[d] = name
     return decisions_table(corpus.ids, removed, rel, cluster, score, by)
@@ -140,7 +157,7 @@ def _from_pairs(
 
 # ---- exact ---------------------------------------------------------------------------------------------
 
-def exact_hash(corpus: Corpus) -> pa.Table:
+def exact_hash(corpus: Corpus, keep: KeepPolicy = "first") -> pa.Table:
     """Exact duplicates: identical text (xxh3-128 of the UTF-8 bytes, confirmed by comparing the texts)."""
     first: dict[bytes, int] = {}
     pairs: list[tuple[int, int, float]] = []
@@ -149,7 +166,7 @@ def exact_hash(corpus: Corpus) -> pa.Table:
         j = first.setdefault(h, i)
         if j != i and corpus.texts[j] == text:
             pairs.append((j, i, 1.0))
-    return _from_pairs(corpus, pairs, "exact", "exact")
+    return _from_pairs(corpus, pairs, "exact", "exact", keep)
 
 
 # ---- MinHash-LSH (datasketch) ------------------------------------------------------------------------
@@ -161,7 +178,7 @@ def _word_ngrams(text: str, n: int) -> list[str]:
     return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
-def minhash_lsh(corpus: Corpus) -> pa.Table:
+def minhash_lsh(corpus: Corpus, keep: KeepPolicy = "first") -> pa.Table:
     """datasketch MinHash (128 permutations) over word 5-grams, MinHashLSH at threshold 0.8.
 
     LSH candidates are taken as duplicates without re-verification, as datasketch's LSH dedup recipes do.
@@ -183,7 +200,7 @@ def minhash_lsh(corpus: Corpus) -> pa.Table:
         for j in lsh.query(sig):
             if j > i:
                 pairs.append((i, j, float(sig.jaccard(sigs[j]))))
-    return _from_pairs(corpus, pairs, "minhash_lsh", "near_duplicate")
+    return _from_pairs(corpus, pairs, "minhash_lsh", "near_duplicate", keep)
 
 
 # ---- SimHash-64 --------------------------------------------------------------------------------------
@@ -198,7 +215,7 @@ def _simhash(text: str) -> int:
     return int(np.packbits((votes > 0).astype(np.uint8), bitorder="little").view(np.uint64)[0])
 
 
-def simhash64(corpus: Corpus) -> pa.Table:
+def simhash64(corpus: Corpus, keep: KeepPolicy = "first") -> pa.Table:
     """Charikar SimHash, 64 bits over word 3-grams; pairs within Hamming distance 3 (exhaustive search)."""
     codes = np.array([_simhash(t) for t in corpus.texts], dtype=np.uint64)
     empty = np.array([not _WORDS.search(t) for t in corpus.texts])
@@ -213,7 +230,7 @@ def simhash64(corpus: Corpus) -> pa.Table:
             i = start + r
             if c > i and not empty[i] and not empty[c]:
                 pairs.append((i, c, 1.0 - int(dist[r, c]) / 64.0))
-    return _from_pairs(corpus, pairs, "simhash64", "near_duplicate")
+    return _from_pairs(corpus, pairs, "simhash64", "near_duplicate", keep)
 
 
 # ---- the MiniLM teacher, computed once per corpus and cached ------------------------------------------
@@ -335,7 +352,7 @@ class CachedEncoder:
 
 # ---- embedding baselines ---------------------------------------------------------------------------------
 
-def neardup_bert(corpus: Corpus, vectors: np.ndarray) -> pa.Table:
+def neardup_bert(corpus: Corpus, vectors: np.ndarray, keep: KeepPolicy = "first") -> pa.Table:
     """Cosine ≥ 0.95 between teacher embeddings (exhaustive, blocked matrix products)."""
     pairs: list[tuple[int, int, float]] = []
     n = len(vectors)
@@ -346,11 +363,15 @@ def neardup_bert(corpus: Corpus, vectors: np.ndarray) -> pa.Table:
         for r, c in zip(rows.tolist(), cols.tolist()):
             if c > start + r:
                 pairs.append((start + r, c, float(sims[r, c])))
-    return _from_pairs(corpus, pairs, "neardup_bert", "semantic")
+    return _from_pairs(corpus, pairs, "neardup_bert", "semantic", keep)
 
 
-def minishlab_semhash(corpus: Corpus, vectors: np.ndarray) -> pa.Table:
-    """MinishLab ``semhash`` ``self_deduplicate`` at its default threshold, fed the teacher embeddings."""
+def minishlab_semhash(corpus: Corpus, vectors: np.ndarray, keep: KeepPolicy = "first") -> pa.Table:
+    """MinishLab ``semhash`` ``self_deduplicate`` at its default threshold, fed the teacher embeddings.
+
+    semhash keeps the first record of each group it finds; its (removed, kept) links are re-clustered
+    so the survivor follows ``keep`` like every other row.
+    """
     try:
         from semhash import SemHash
     except ImportError as exc:  # pragma: no cover - optional dependency
@@ -358,19 +379,15 @@ def minishlab_semhash(corpus: Corpus, vectors: np.ndarray) -> pa.Table:
     records = corpus.records
     sh = SemHash.from_records(records=records, columns=["text"], model=CachedEncoder(corpus.texts, vectors))
     result = sh.self_deduplicate(threshold=SEMHASH_THRESHOLD)
-    removed: dict[str, str | None] = {}
-    rel: dict[str, str] = {}
-    cluster: dict[str, str] = {}
-    score: dict[str, float] = {}
-    by: dict[str, str] = {}
+    index = {d: i for i, d in enumerate(corpus.ids)}
+    pairs: list[tuple[int, int, float]] = []
+    exact: set[int] = set()
     for dup in result.filtered:
-        d, keep = dup.record["id"], dup.duplicate_of["id"]
-        removed[d] = keep
-        rel[d] = "exact" if dup.exact else "semantic"
-        cluster[d] = cluster[keep] = f"semhash:{keep}"
-        score[d] = float(dup.score)
-        by[d] = "semhash"
-    return decisions_table(corpus.ids, removed, rel, cluster, score, by)
+        d, kept = index[dup.record["id"]], index[dup.duplicate_of["id"]]
+        pairs.append((kept, d, float(dup.score)))
+        if dup.exact:
+            exact.update((d, kept))
+    return _from_pairs(corpus, pairs, "semhash", lambda i: "exact" if i in exact else "semantic", keep)
 
 
 BaselineFn = Callable[..., pa.Table]

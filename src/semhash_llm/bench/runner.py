@@ -65,12 +65,14 @@ ABLATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @dataclass
 class SharedContext:
-    """What systems share within one run: the corpus, the ablation switches and the teacher embeddings."""
+    """What systems share within one run: the corpus, the ablation switches, the teacher embeddings and
+    the keep policy that picks every system's survivors (the same for all rows of a table)."""
 
     corpus: bl.Corpus
     cache_dir: Path | None
     switches: dict[str, bool] = field(default_factory=dict)
     teacher_precision: str = "auto"
+    keep: bl.KeepPolicy = "longest"
     _teacher: bl.TeacherEmbeddings | None = None
 
     def teacher(self) -> bl.TeacherEmbeddings:
@@ -107,6 +109,7 @@ class BenchRow:
 class BenchResult:
     size: str
     seed: int
+    keep: str
     data_dir: str
     out_dir: str
     documents: int
@@ -144,13 +147,21 @@ def default_out_dir(size: str, seed: int) -> Path:
 
 # ---- the systems -------------------------------------------------------------------------------------
 
-def _semhash_llm_config(off: dict[str, bool]) -> tuple[object, list[str], list[str]]:
+def default_keep() -> bl.KeepPolicy:
+    """SemHash-LLM's default keep policy, which the table applies to every system unless told otherwise."""
+    from semhash_llm import PipelineConfig
+
+    keep = PipelineConfig().select.keep
+    return keep if keep in bl.KEEP_POLICIES else "first"  # type: ignore[return-value]
+
+
+def _semhash_llm_config(off: dict[str, bool], keep: str | None = None) -> tuple[object, list[str], list[str]]:
     """PipelineConfig with the requested components off; (config, applied labels, not-built labels)."""
     from semhash_llm import PipelineConfig
 
     cfg = PipelineConfig()
     sections = {f.name for f in dataclasses.fields(cfg)}
-    overrides: dict[str, dict[str, object]] = {}
+    overrides: dict[str, dict[str, object]] = {} if keep is None else {"select": {"keep": keep}}
     applied: list[str] = []
     missing: list[str] = []
     for key, disabled in off.items():
@@ -179,7 +190,7 @@ def _semhash_llm_system(off: dict[str, bool]) -> SystemFn:
     def run(corpus: bl.Corpus, ctx: SharedContext) -> pa.Table:
         from semhash_llm import deduplicate
 
-        cfg, _, _ = _semhash_llm_config(off)
+        cfg, _, _ = _semhash_llm_config(off, ctx.keep)
         result = deduplicate(corpus.records, cfg)  # type: ignore[arg-type]
         return result.documents
 
@@ -189,26 +200,26 @@ def _semhash_llm_system(off: dict[str, bool]) -> SystemFn:
 def build_registry(switches: dict[str, bool], ablations: bool) -> list[SystemSpec]:
     """Every system of the table, in order: baselines, SemHash-LLM, its single-component ablations."""
     specs = [
-        SystemSpec("exact-hash", lambda c, ctx: bl.exact_hash(c), notes="identical text"),
+        SystemSpec("exact-hash", lambda c, ctx: bl.exact_hash(c, ctx.keep), notes="identical text"),
         SystemSpec(
             "minhash-lsh (datasketch)",
-            lambda c, ctx: bl.minhash_lsh(c),
+            lambda c, ctx: bl.minhash_lsh(c, ctx.keep),
             notes=f"{bl.MINHASH_NUM_PERM} perm, word {bl.MINHASH_NGRAM}-grams, threshold {bl.MINHASH_THRESHOLD}",
         ),
         SystemSpec(
             "simhash-64",
-            lambda c, ctx: bl.simhash64(c),
+            lambda c, ctx: bl.simhash64(c, ctx.keep),
             notes=f"word {bl.SIMHASH_NGRAM}-grams, Hamming ≤ {bl.SIMHASH_MAX_HAMMING}",
         ),
         SystemSpec(
             "neardup-bert (MiniLM cos)",
-            lambda c, ctx: bl.neardup_bert(c, ctx.teacher().vectors),
+            lambda c, ctx: bl.neardup_bert(c, ctx.teacher().vectors, ctx.keep),
             uses_teacher=True,
             notes=f"cosine ≥ {bl.NEARDUP_COSINE}",
         ),
         SystemSpec(
             "semhash (MinishLab, MiniLM)",
-            lambda c, ctx: bl.minishlab_semhash(c, ctx.teacher().vectors),
+            lambda c, ctx: bl.minishlab_semhash(c, ctx.teacher().vectors, ctx.keep),
             uses_teacher=True,
             notes=f"self_deduplicate threshold {bl.SEMHASH_THRESHOLD} (default)",
         ),
@@ -287,14 +298,20 @@ def run_bench(
     switches: dict[str, bool] | None = None,
     ablations: bool = True,
     teacher_precision: str = "auto",
+    keep: bl.KeepPolicy | None = None,
 ) -> BenchResult:
-    """Generate the corpus, run the selected systems, score them; write decisions under ``out_dir``."""
+    """Generate the corpus, run the selected systems, score them; write decisions under ``out_dir``.
+
+    ``keep`` picks the survivor of every cluster for every system alike (default: SemHash-LLM's own
+    default policy).
+    """
     switches = switches or {}
+    keep = keep or default_keep()
     bench = generate(data_dir, size, seed, out_dir / "corpus")
     truth: GroundTruth = bench.truth
     corpus = bl.Corpus([str(r["id"]) for r in bench.records], [str(r["text"]) for r in bench.records],
                        truth.corpus_sha256)
-    ctx = SharedContext(corpus, out_dir / "cache", switches, teacher_precision)
+    ctx = SharedContext(corpus, out_dir / "cache", switches, teacher_precision, keep)
     specs = build_registry(switches, ablations)
     if systems:
         wanted = [s.strip().lower() for s in systems if s.strip()]
@@ -344,7 +361,7 @@ def run_bench(
         rows.append(BenchRow(sp.name, result, secs, len(corpus) / total if total > 0 else None, mem.delta_mib,
                              sp.notes, str(decisions_path)))
         logger.info("%s: composite %.1f, FDR %.4f, %.1f s", sp.name, result.composite, result.fdr, secs)
-    return BenchResult(size, seed, str(data_dir), str(out_dir), len(corpus), truth.counts(), teacher_info, rows)
+    return BenchResult(size, seed, keep, str(data_dir), str(out_dir), len(corpus), truth.counts(), teacher_info, rows)
 
 
 # ---- output ----------------------------------------------------------------------------------------------
@@ -362,7 +379,8 @@ def format_markdown(res: BenchResult) -> str:
         f"(A {c.get('groups_A', 0)} groups/{c.get('group_docs_A', 0)} docs, B {c.get('groups_B', 0)}/{c.get('group_docs_B', 0)}, "
         f"C {c.get('groups_C', 0)}/{c.get('group_docs_C', 0)}, D {c.get('containments', 0)} pairs, "
         f"E {c.get('fragments', 0)} fragments/{c.get('fragment_occurrences', 0)} hosts, "
-        f"{c.get('negative_sets', 0)} hard-negative sets, {c.get('semantic_pairs', 0)} semantic pairs)"
+        f"{c.get('negative_sets', 0)} hard-negative sets, {c.get('semantic_pairs', 0)} semantic pairs); "
+        f"every system keeps the {res.keep} document of each cluster (--keep {res.keep})"
     )
     out.append("")
     out.append("| system | S_A | S_B | S_C | S_D | S_E | composite | FDR % | sem P | sem R | docs/s | peak Δ MiB | notes |")
@@ -429,6 +447,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--no-{key}", dest=f"no_{key}", action="store_true", help=f"turn {comp} off in SemHash-LLM")
     parser.add_argument("--ablations", choices=("all", "none"), default="all",
                         help="add one row per single-component SemHash-LLM ablation (default: all)")
+    parser.add_argument("--keep", choices=bl.KEEP_POLICIES, default=None,
+                        help="which document of a cluster survives, for every system alike "
+                             "(default: SemHash-LLM's default, keep=longest)")
     parser.add_argument("--teacher-precision", choices=("auto", "fp32", "bf16"), default="auto",
                         help="teacher inference precision (auto: bf16 where the CPU has native bf16)")
     parser.add_argument("--out", type=Path, default=None,
@@ -453,7 +474,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     systems = args.systems.split(",") if args.systems else None
     try:
         res = run_bench(Path(data), args.size, args.seed, out, systems, switches, args.ablations == "all",
-                        args.teacher_precision)
+                        args.teacher_precision, args.keep)
     except (DataError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
