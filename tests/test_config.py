@@ -58,3 +58,29 @@ def test_fingerprint_is_stable_and_ignores_output_format() -> None:
     assert a.fingerprint() == b.fingerprint() == PipelineConfig().fingerprint()
     assert a.fingerprint() != c.fingerprint()
     assert len(a.fingerprint()) == 16
+
+
+def test_flag_help_states_the_config_defaults() -> None:
+    """Every flag bound to a config field ends its help with that field's real default."""
+    import argparse
+
+    from semhash_llm.cli import build_parser
+    from semhash_llm.config import PipelineConfig
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    dedup = sub.choices["dedup"]
+    defaults = PipelineConfig()
+    checked = 0
+    for action in dedup._actions:
+        if "." not in action.dest:
+            continue
+        section, name = action.dest.split(".", 1)
+        value = getattr(getattr(defaults, section), name)
+        assert action.help is not None and "default" in action.help, action.dest
+        if value is not None and not isinstance(value, bool):
+            assert f"(default: {value})" in action.help, (action.dest, action.help)
+        checked += 1
+    assert checked >= 20
+    radius = next(a for a in dedup._actions if a.dest == "sph.radius")
+    assert f"(default: {defaults.sph.radius})" in (radius.help or "")

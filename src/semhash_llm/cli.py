@@ -62,31 +62,32 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", dest="reader.batch_size", type=int)
     g = p.add_argument_group("normalization and shingles")
     g.add_argument("--unicode-form", dest="normalize.unicode_form", choices=["NFKC", "NFC", "none"])
-    g.add_argument("--keep-case", dest="normalize.lowercase", action="store_const", const=False)
-    g.add_argument("--keep-punctuation", dest="normalize.strip_punctuation", action="store_const", const=False)
-    g.add_argument("--ngram", dest="shingle.ngram", type=int, help="word n-gram size (default 5)")
+    g.add_argument("--keep-case", dest="normalize.lowercase", action="store_const", const=False, help="do not fold case")
+    g.add_argument("--keep-punctuation", dest="normalize.strip_punctuation", action="store_const", const=False, help="keep punctuation as tokens")
+    g.add_argument("--ngram", dest="shingle.ngram", type=int, help="word n-gram size")
     g.add_argument("--char-ngram", dest="shingle.char_ngram", type=int,
-                   help="character n-gram size for scripts without spaces (default 5)")
+                   help="character n-gram size for scripts without spaces")
     g = p.add_argument_group("stage 1: Bloom exact")
-    g.add_argument("--no-bloom", dest="bloom.enabled", action="store_const", const=False)
+    g.add_argument("--no-bloom", dest="bloom.enabled", action="store_const", const=False, help="turn the Bloom exact stage off")
     g.add_argument("--bloom-fp-rate", dest="bloom.fp_rate", type=float)
     g.add_argument("--expected-documents", dest="bloom.expected_documents", type=int)
     g = p.add_argument_group("MinHash LSH")
-    g.add_argument("--no-minhash", dest="minhash.enabled", action="store_const", const=False)
-    g.add_argument("--threshold", dest="minhash.threshold", type=float, help="Jaccard threshold (default 0.8)")
+    g.add_argument("--no-minhash", dest="minhash.enabled", action="store_const", const=False, help="turn MinHash LSH off")
+    g.add_argument("--threshold", dest="minhash.threshold", type=float, help="Jaccard threshold")
     g.add_argument("--num-perm", dest="minhash.num_perm", type=int)
     g.add_argument("--num-bands", dest="minhash.num_bands", type=int)
     g.add_argument("--rows-per-band", dest="minhash.rows_per_band", type=int)
     g.add_argument("--max-bucket-size", dest="minhash.max_bucket_size", type=int)
     g.add_argument("--seed", dest="minhash.seed", type=int)
     g = p.add_argument_group("stage 2: SPH (semantic projection hashing)")
-    g.add_argument("--no-sph", dest="sph.enabled", action="store_const", const=False)
+    g.add_argument("--no-sph", dest="sph.enabled", action="store_const", const=False, help="turn SPH blocking off")
     g.add_argument("--sph-bits", dest="sph.bits", type=int, choices=[32, 64, 128])
-    g.add_argument("--sph-radius", dest="sph.radius", type=int, help="Hamming radius of the blocking (default 3)")
+    g.add_argument("--sph-radius", dest="sph.radius", type=int,
+                   help="largest Hamming radius of the blocking (the radius adapts below it to the candidate budget)")
     g.add_argument("--sph-min-jaccard", dest="sph.min_jaccard", type=float,
-                   help="Jaccard floor that confirms an SPH candidate (default 0.5)")
+                   help="Jaccard floor that confirms an SPH candidate")
     g.add_argument("--sph-model", dest="sph.student_path",
-                   help="folder of a student trained by `semhash-llm train sph` (default: the shipped one)")
+                   help="folder of a student trained by `semhash-llm train sph`")
     g = p.add_argument_group("select and write")
     g.add_argument("--keep", dest="select.keep", choices=["first", "longest", "priority"])
     g.add_argument("--priority-field", dest="select.priority_field")
@@ -95,6 +96,23 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-kept", dest="output.write_kept", action="store_const", const=False,
                    help="write only documents.parquet and report.json")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _append_config_defaults(p)
+
+
+def _append_config_defaults(parser: argparse.ArgumentParser) -> None:
+    """End the help of every ``section.name`` flag with its default, read from the config itself."""
+    defaults = PipelineConfig()
+    for action in parser._actions:
+        if "." not in action.dest:
+            continue
+        section, name = action.dest.split(".", 1)
+        value = getattr(getattr(defaults, section), name)
+        shown = "the shipped model" if value is None and name.endswith("path") else value
+        if isinstance(action, argparse._StoreConstAction):
+            note = f"default: {'on' if value else 'off'}" if name == "enabled" else f"default: {section}.{name} = {value}"
+        else:
+            note = f"default: {shown}"
+        action.help = f"{action.help} ({note})" if action.help else f"({note})"
 
 
 def config_from_args(args: argparse.Namespace) -> PipelineConfig:
