@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -62,11 +63,6 @@ def test_fingerprint_is_stable_and_ignores_output_format() -> None:
 
 def test_flag_help_states_the_config_defaults() -> None:
     """Every flag bound to a config field ends its help with that field's real default."""
-    import argparse
-
-    from semhash_llm.cli import build_parser
-    from semhash_llm.config import PipelineConfig
-
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     dedup = sub.choices["dedup"]
