@@ -35,7 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from semhash_llm.sph import ASSETS_DIR, SPHConfig, SPHHasher, hamming_candidates, load_hasher, load_student  # noqa: E402
 from semhash_llm.sph.augment import near_duplicate  # noqa: E402
-from semhash_llm.sph.corpus import load_training_texts  # noqa: E402
+from semhash_llm.sph.corpus import TrainingTexts, load_split_texts  # noqa: E402
 from semhash_llm.sph.evaluate import (  # noqa: E402
     code_scores,
     random_pairs,
@@ -65,14 +65,23 @@ def _repo_data_dir() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def _texts(report: dict) -> TrainingTexts:
+    """The training run's training and held-out texts (the same document split, the same sample)."""
+    cfg = report["config"]
+    return load_split_texts(
+        report["corpus"], max_texts=int(cfg["max_texts"]), heldout_fraction=float(cfg["heldout_fraction"]),
+        seed=int(cfg["seed"]), part="train" if cfg.get("benchmark_split") else None,
+    )
+
+
 def student_section(args: argparse.Namespace, report: dict, results: dict) -> str:
     from semhash_llm.sph.teacher import TransformerTeacher
-    from semhash_llm.train.sph import load_projection, split_texts
+    from semhash_llm.train.sph import load_projection
 
     cfg = report["config"]
     student = load_student(args.sph_dir / "student")
-    texts = load_training_texts(report["corpus"], max_texts=int(cfg["max_texts"]), seed=int(cfg["seed"]))
-    train, heldout = split_texts(texts, float(cfg["heldout_fraction"]), int(cfg["seed"]))
+    texts = _texts(report)
+    train, heldout = texts.train, texts.heldout
     heldout = heldout[: args.max_heldout]
     if load_projection(args.sph_dir / "student") is not None:
         train = []  # the basis ships with the student: no training texts to embed
@@ -136,12 +145,8 @@ def ablation_section(report: dict) -> str:
 
 
 def codes_section(args: argparse.Namespace, report: dict, results: dict) -> str:
-    from semhash_llm.train.sph import split_texts
-
-    cfg = report["config"]
     student = load_student(args.sph_dir / "student")
-    texts = load_training_texts(report["corpus"], max_texts=int(cfg["max_texts"]), seed=int(cfg["seed"]))
-    _, heldout = split_texts(texts, float(cfg["heldout_fraction"]), int(cfg["seed"]))
+    heldout = _texts(report).heldout
     heldout = heldout[: args.max_heldout]
     rng = np.random.default_rng(args.seed)
     emb = np.concatenate([student.encode(heldout), student.encode([near_duplicate(t, rng) for t in heldout])])

@@ -99,3 +99,18 @@ def test_readability_chrome_excludes_the_article(fake_data: Path) -> None:
     first_para = p.article_text.split("\n")[0]
     assert first_para not in p.head_boilerplate and first_para not in p.tail_boilerplate
     assert "var a=1" not in p.page_text
+
+
+def test_benchmark_uses_only_its_part_of_the_sources_shared_with_sph_training(fake_data: Path, tmp_path: Path) -> None:
+    from semhash_llm.bench.sources import read_addresses, read_movie_reviews, read_wikipedia
+    from semhash_llm.datasplit import ngram_overlap
+
+    bench = generate(fake_data, "small", 3, tmp_path, spec=TINY)
+    texts = [str(r["text"]) for r in read_corpus(bench.corpus_path)]
+    train_part = read_movie_reviews(fake_data, "train") + read_wikipedia(fake_data, "train") + read_addresses(fake_data, "train")
+    bench_part = read_movie_reviews(fake_data) + read_wikipedia(fake_data) + read_addresses(fake_data)
+    assert train_part and bench_part and not set(train_part) & set(bench_part)
+    assert ngram_overlap(texts, train_part)[0] == 0  # no document is mostly training text
+    assert ngram_overlap(texts, bench_part)[0] > 0  # (the sources are used: the check can fail)
+    # Not even one 8-gram of a training-part document reaches the corpus.
+    assert max(ngram_overlap(train_part, texts)[1]) == 0.0

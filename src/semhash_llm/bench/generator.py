@@ -13,6 +13,8 @@ What is planted (BENCHMARK.md §2):
 * **D** — contiguous excerpts (30–70 %) of long documents, and newsgroup replies quoting a whole post.
 * **E** — passages (150–400 characters) of inaugural / State of the Union addresses planted into
   5–20 otherwise unique host documents each.
+* Wikipedia pages, movie reviews and addresses come from the benchmark's part of the split with SPH
+  training (:mod:`semhash_llm.datasplit`): the shipped model never saw a benchmark document.
 * hard negatives (kept): PAWS dev non-paraphrase pairs, same-site Readability pages, QQP non-duplicate
   pairs, STS-B pairs with score ≤ 2; semantic duplicates (scored apart): PAWS dev paraphrase pairs.
 """
@@ -83,7 +85,9 @@ SIZES: dict[str, SizeSpec] = {
     "full": SizeSpec(
         a_groups=None, b_hot_docs=25, b_top_count=60, c_groups=1600, d_excerpts=1000, d_quoted_replies=40,
         e_fragments=70, paws_negative_pairs=1000, qqp_negative_pairs=1000, stsb_negative_pairs=600,
-        paws_paraphrase_pairs=600, background_long=650, background_medium=2300, background_short=4900,
+        # background_long: what the long pool holds after D and E, with a quarter of the movie reviews and
+        # Wikipedia pages left to SPH training (semhash_llm.datasplit); 650 before the split.
+        paws_paraphrase_pairs=600, background_long=320, background_medium=2300, background_short=4900,
     ),
 }
 
@@ -235,9 +239,10 @@ def generate(
     # ---- load sources ---------------------------------------------------------------------------
     logger.info("reading source data from %s", data)
     abc = src.read_abc(data)
-    reviews = src.read_movie_reviews(data)
+    # Wikipedia, movie reviews and addresses: only the benchmark's part of the split with SPH training.
+    reviews = src.read_movie_reviews(data, part="bench")
     lee = src.read_lee(data)
-    wiki = src.read_wikipedia(data)
+    wiki = src.read_wikipedia(data, part="bench")
     news = src.read_newsgroups(data)
     webtext = src.read_webtext(data)
     trec = src.read_trec_questions(data)
@@ -246,7 +251,7 @@ def generate(
     paws = src.read_paws_dev(data)
     stsb = src.read_stsb(data)
     typos = src.read_codespell(data)
-    addresses = src.read_addresses(data)
+    addresses = src.read_addresses(data, part="bench")
     pages = src.read_readability_pages(data)
 
     # QQP: questions of duplicate pairs (question 1 only) feed the short pool; non-duplicate pairs are negatives.

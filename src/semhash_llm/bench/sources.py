@@ -3,6 +3,10 @@
 Every reader takes the data root, reads its files in place (nothing is copied), returns items in a
 deterministic order (sorted file names, file order inside a file) and raises :class:`DataError`
 naming the file, and the line where one is at fault, when the data is missing or malformed.
+
+Wikipedia pages, movie reviews and presidential addresses are shared with SPH training: their
+readers return only the benchmark's part of them by default (``part="bench"``, see
+:mod:`semhash_llm.datasplit`), so that no benchmark document was seen by the shipped model.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from semhash_llm.datasplit import WIKIPEDIA_FIXTURE, Part, in_part, wiki_pages
 from semhash_llm.io.readers import InputError, iter_json_objects
 
 logger = logging.getLogger(__name__)
@@ -107,13 +112,14 @@ def read_abc(root: Path) -> list[str]:
     return out
 
 
-def read_movie_reviews(root: Path) -> list[str]:
-    """The 2,000 Pang & Lee movie reviews, one document each."""
+def read_movie_reviews(root: Path, part: Part | None = "bench") -> list[str]:
+    """The Pang & Lee movie reviews (2,000 in all), one document each; ``part`` of the split (``None``: all)."""
     base = _require(root / "nltk" / "movie_reviews")
     files = sorted(base.glob("*/*.txt"))
     if not files:
         raise DataError(f"{base}: no review files (expected neg/*.txt and pos/*.txt)")
-    return [_read_text(f, "latin-1").strip() for f in files]
+    keep = [f for f in files if in_part("movie_reviews", f.relative_to(base).as_posix(), part)]
+    return [_read_text(f, "latin-1").strip() for f in keep]
 
 
 def read_webtext(root: Path) -> list[str]:
@@ -211,35 +217,41 @@ def _wikitext_to_plain(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def read_wikipedia(root: Path) -> list[str]:
-    """Plain text of the Wikipedia pages (wikitext markup stripped); redirects and stubs skipped."""
-    path = _require(root / "gensim_lee_wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
+def read_wikipedia(root: Path, part: Part | None = "bench") -> list[str]:
+    """Plain text of the Wikipedia pages (wikitext markup stripped); redirects and stubs skipped.
+
+    ``part``: the pages of that part of the split, by title (``None``: all).
+    """
+    path = _require(root / "gensim_lee_wiki" / WIKIPEDIA_FIXTURE)
     try:
         raw = bz2.decompress(path.read_bytes()).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot decompress/decode: {exc}") from exc
     out: list[str] = []
-    for m in re.finditer(r"<text[^>]*>(.*?)</text>", raw, re.S):
-        body = m.group(1)
-        if body.lstrip().upper().startswith("#REDIRECT"):
+    found = False
+    for title, _ns, body in wiki_pages(raw):
+        found = True
+        if not in_part("wikipedia", title, part) or body.lstrip().upper().startswith("#REDIRECT"):
             continue
         plain = _wikitext_to_plain(body)
         if len(plain) >= 500:
             out.append(plain)
-    if not out:
-        raise DataError(f"{path}: no <text> page bodies found")
+    if not found:
+        raise DataError(f"{path}: no <page> with a <text> body found")
     return out
 
 
-def read_addresses(root: Path) -> list[str]:
-    """Inaugural and State of the Union addresses, one text each."""
+def read_addresses(root: Path, part: Part | None = "bench") -> list[str]:
+    """Inaugural and State of the Union addresses, one text each; ``part`` of the split (``None``: all)."""
     out: list[str] = []
     for sub in ("inaugural", "state_union"):
         base = _require(root / "nltk" / sub)
         files = sorted(base.glob("*.txt"))
         if not files:
             raise DataError(f"{base}: no .txt addresses found")
-        out.extend(_read_text(f, "latin-1") for f in files)
+        out.extend(_read_text(f, "latin-1") for f in files if in_part(sub, f.name, part))
+    if not out:
+        raise DataError(f"{root / 'nltk'}: no inaugural / State of the Union address in the {part} part of the split")
     return out
 
 

@@ -2,8 +2,10 @@
 
 Pipeline (all on CPU, deterministic for a seed):
 
-1. read the corpus (see :mod:`semhash_llm.sph.corpus`), cut it into passages and short
-   snippets, hold out ``heldout_fraction`` of them for evaluation;
+1. read the corpus (see :mod:`semhash_llm.sph.corpus`): only the training part of the sources
+   shared with the development benchmark (:mod:`semhash_llm.datasplit`; on by default), hold out
+   ``heldout_fraction`` of the source documents for evaluation, then cut each side into passages
+   and short snippets;
 2. embed every text with the teacher (eq. 1; cached on disk by content hash);
 3. initialise the static student from the teacher's token embeddings (projection onto
    the top principal axes of the teacher's document embeddings, SIF weights), then
@@ -31,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from semhash_llm.datasplit import SPLIT_SALT, TRAIN_FRACTIONS
 from semhash_llm.sph.augment import near_duplicate
 from semhash_llm.sph.config import SPHConfig
-from semhash_llm.sph.corpus import corpus_files, load_training_texts
+from semhash_llm.sph.corpus import corpus_files, load_split_texts
 from semhash_llm.sph.evaluate import (
     blocking_scores,
     code_scores,
@@ -118,13 +121,6 @@ def load_projection(student_dir: str | Path) -> np.ndarray | None:
         return np.asarray(data["P"], dtype=np.float32)
 
 
-def split_texts(texts: list[str], heldout_fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """Seeded (train, held-out) split, as used by :func:`train_sph` (reproducible by reports)."""
-    perm = np.random.default_rng(seed).permutation(len(texts))
-    n_ho = max(2, int(round(len(texts) * heldout_fraction)))
-    return [texts[i] for i in np.sort(perm[n_ho:])], [texts[i] for i in np.sort(perm[:n_ho])]
-
-
 def _student_scores(
     student: StaticStudent,
     heldout: list[str],
@@ -167,11 +163,16 @@ def train_sph(
     quantize: bool = True,
     command: str | None = None,
     data_notes: Sequence[str] = (),
+    benchmark_split: bool = True,
 ) -> TrainReport:
     """Train the SPH student and hyperplanes on ``corpus_paths`` and write them to ``out_dir``.
 
     Needs the ``ml`` extra (torch, transformers, the teacher). Returns the report that is
     also written as ``train_report.json`` and rendered into ``MODEL_CARD.md``.
+
+    ``benchmark_split`` (default on): of the sources shared with the development benchmark
+    (Wikipedia fixture, NLTK movie reviews and addresses), read only the training part of
+    :mod:`semhash_llm.datasplit`; other files are read whole.
     """
     from semhash_llm.sph.teacher import TransformerTeacher
 
@@ -192,9 +193,11 @@ def train_sph(
 
     # 1. data
     t0 = time.perf_counter()
-    train, heldout = split_texts(
-        load_training_texts(list(corpus_paths), max_texts=max_texts, seed=seed), heldout_fraction, seed
+    texts = load_split_texts(
+        list(corpus_paths), max_texts=max_texts, heldout_fraction=heldout_fraction, seed=seed,
+        part="train" if benchmark_split else None,
     )
+    train, heldout = texts.train, texts.heldout
     timings["read_corpus_s"] = time.perf_counter() - t0
     logger.info("SPH training on %d texts, %d held out", len(train), len(heldout))
 
@@ -323,6 +326,10 @@ def train_sph(
             "quantize": quantize,
             "sts_dev": sts_dev,
             "teacher_embeddings_from_cache": teacher_cache_hit,
+            "benchmark_split": (
+                {"part": "train", "salt": SPLIT_SALT, "train_fractions": dict(TRAIN_FRACTIONS)} if benchmark_split else None
+            ),
+            "data": texts.stats,
         },
         scores=scores,
         timings=timings,
@@ -347,6 +354,36 @@ def _f(x: object, digits: int = 4) -> str:
 def load_report(path: str | Path) -> TrainReport:
     """Read a ``train_report.json`` back (e.g. to re-render the model card)."""
     return TrainReport(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _split_lines(report: TrainReport) -> list[str]:
+    """The model card's paragraph on the benchmark split and the held-out documents."""
+    cfg = report.config
+    data = cfg.get("data") or {}
+    split = cfg.get("benchmark_split")
+    lines: list[str] = []
+    if split:
+        fr = ", ".join(f"{k} {v:.0%}" for k, v in split["train_fractions"].items())
+        lines += [
+            "Split with the development benchmark (`semhash_llm/datasplit.py`): the Wikipedia pages (by title), movie",
+            "reviews and addresses (by file name) are dealt by a hash of the document's key to a training part",
+            f"({fr} of each source; salt `{split['salt']}`) and a benchmark part. Training read only the",
+            "training part; the benchmark (`semhash-llm bench`) is built only from the other part, so no benchmark",
+            "document, excerpt, host or planted passage was seen in training.",
+        ]
+    else:
+        lines += ["No split with the development benchmark (`--no-benchmark-split`): benchmark documents may be in training."]
+    if data:
+        by_source = ", ".join(f"{k} {v}" for k, v in (data.get("documents_by_source") or {}).items())
+        lines += [
+            "",
+            f"{data.get('documents')} source documents read ({by_source}); {data.get('heldout_documents')} of them held out",
+            "(a seeded hash of the document key) before any passage was cut. Available: "
+            f"{data.get('passages_train')} passages and {data.get('snippets_train')} snippets from the training documents,",
+            f"{data.get('passages_heldout')} and {data.get('snippets_heldout')} from the held-out ones; "
+            f"{data.get('heldout_dropped_verbatim_in_train')} held-out texts dropped because they occur verbatim in a training text.",
+        ]
+    return lines
 
 
 def model_card(report: TrainReport) -> str:
@@ -389,10 +426,11 @@ def model_card(report: TrainReport) -> str:
         "## Training data",
         "",
         f"{report.num_train_texts} training texts and {report.num_heldout_texts} held-out texts (passages of up to 200 words and",
-        f"short sentence snippets) from {report.corpus_files} files:",
+        f"short sentence snippets) from these paths ({report.corpus_files} files; only part of some, see below):",
         "",
     ]
     lines += [f"- `{p}`" for p in report.corpus]
+    lines += ["", *_split_lines(report)]
     if report.data_notes:
         lines += ["", "Licences and notes:", ""] + [f"- {note}" for note in report.data_notes]
     lines += [
@@ -409,7 +447,9 @@ def model_card(report: TrainReport) -> str:
         "",
         "## Scores",
         "",
-        "Held-out texts are passages of the training corpus never seen in training. `cos to teacher` is the",
+        "Held-out texts are passages and snippets of the held-out source documents (see Training data): no",
+        "training text comes from those documents, and none of them occurs verbatim in a training text.",
+        "`cos to teacher` is the",
         "mean cosine between student and projected teacher embeddings; `pairwise r` the Pearson correlation",
         "of all pairwise cosines of the two models on held-out texts.",
         "",
@@ -501,6 +541,11 @@ def add_train_sph_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     parser.add_argument("--cache-dir", default=None, help="teacher-embedding cache (default ~/.cache/semhash-llm/sph)")
     parser.add_argument("--no-quantize", action="store_true", help="store the student in float16 instead of int8")
     parser.add_argument("--data-note", action="append", default=[], help="a line for the model card's data section")
+    parser.add_argument(
+        "--no-benchmark-split", action="store_true",
+        help="read the Wikipedia fixture, NLTK movie reviews and addresses whole, including the documents the "
+        "development benchmark is built from (default: only their training part, see semhash_llm.datasplit)",
+    )
     return parser
 
 
@@ -537,6 +582,7 @@ def run_train_sph_command(args: argparse.Namespace) -> int:
             quantize=not args.no_quantize,
             command=command,
             data_notes=args.data_note,
+            benchmark_split=not args.no_benchmark_split,
         )
     except (ValueError, FileNotFoundError) as exc:
         logger.error("%s", exc)
