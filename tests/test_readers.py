@@ -18,7 +18,7 @@ RECS = [{"id": "a", "text": "first document"}, {"id": "b", "text": "second docum
 
 def _read_all(inputs: list[str], **kw: object) -> list[tuple[str, str | None, str | None]]:
     files = resolve_inputs(inputs)
-    out = []
+    out: list[tuple[str, str | None, str | None]] = []
     for b in iter_batches(files, ReaderConfig(**kw)):  # type: ignore[arg-type]
         out.extend(zip(b.ids, b.texts, b.errors))
     return out
@@ -39,7 +39,7 @@ def test_directory_and_glob_in_sorted_order(tmp_path: Path) -> None:
     write_jsonl(d / "2.jsonl", [{"id": "z", "text": "zz"}])
     write_jsonl(d / "1.jsonl", [{"id": "y", "text": "yy"}])
     write_jsonl(d / "sub" / "0.jsonl", [{"id": "x", "text": "xx"}])
-    (d / "notes.txt").write_text("ignored")
+    (d / "_SUCCESS").write_text("")  # a marker: not read (a notes.txt would be refused, see test_inputs_no_loss)
     files = resolve_inputs([str(d)])
     assert [f.name for f in files] == ["1.jsonl", "2.jsonl", "sub/0.jsonl"]
     assert [r[0] for r in _read_all([str(d / "*.jsonl")])] == ["y", "z"]
@@ -115,8 +115,9 @@ def test_missing_inputs(tmp_path: Path) -> None:
     (tmp_path / "x.csv").write_text("a,b")
     with pytest.raises(InputError, match="unknown format"):
         resolve_inputs([str(tmp_path / "x.csv")])
+    (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="holds no"):
-        resolve_inputs([str(tmp_path)])
+        resolve_inputs([str(tmp_path / "empty")])
 
 
 def test_parquet_missing_text_column(tmp_path: Path) -> None:

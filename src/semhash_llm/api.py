@@ -16,11 +16,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from semhash_llm import __version__
 from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rss_mb
 from semhash_llm.config import PipelineConfig
-from semhash_llm.io.readers import resolve_inputs
+from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
 
@@ -96,16 +97,41 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     }
 
 
+def _files_report(state: CascadeState, source: Source | None) -> list[dict[str, Any]]:
+    """One entry per shard read: name, path, format, records read and records skipped."""
+    names = state.source_names
+    read = np.bincount(state.file_index, minlength=len(names))
+    skipped_docs = np.fromiter(state.skip_reasons.keys(), dtype=np.int64, count=len(state.skip_reasons))
+    skipped = np.bincount(state.file_index[skipped_docs], minlength=len(names))
+    files = source.files if source is not None and len(source.files) == len(names) else None
+    out: list[dict[str, Any]] = []
+    for i, name in enumerate(names):
+        entry: dict[str, Any] = {"name": name}
+        if files is not None:
+            entry["path"] = files[i].path.as_posix()
+            entry["format"] = files[i].format
+        entry["records_read"] = int(read[i])
+        entry["records_skipped"] = int(skipped[i])
+        out.append(entry)
+    return out
+
+
 def build_report(state: CascadeState, config: PipelineConfig, inputs: Sequence[str],
-                 extra_seconds: float = 0.0) -> dict[str, Any]:
-    """The ``report.json`` payload: summary, per-stage funnel, throughput and memory."""
+                 extra_seconds: float = 0.0, source: Source | None = None) -> dict[str, Any]:
+    """The ``report.json`` payload: summary, files read and not read, per-stage funnel, throughput and memory.
+
+    ``files`` lists every shard read (``name``, ``path``, ``format``, ``records_read`` — each a
+    row of ``documents.parquet`` — and ``records_skipped``); ``ignored_files`` lists what was met
+    while walking directories or expanding globs and not read (``path``, ``reason``).
+    """
     seconds = state.seconds + extra_seconds
     n = state.num_documents
     return {
         "semhash_llm_version": __version__,
         "config_fingerprint": config.fingerprint(),
         "inputs": list(inputs),
-        "files": state.source_names,
+        "files": _files_report(state, source),
+        "ignored_files": [i.as_dict() for i in source.ignored] if source is not None else [],
         "summary": _summary(state),
         "funnel": [s.as_dict() for s in state.funnel],
         "seconds": round(seconds, 3),
@@ -113,6 +139,18 @@ def build_report(state: CascadeState, config: PipelineConfig, inputs: Sequence[s
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "config": config.to_dict(),
     }
+
+
+def _check_kept_rows(kept_path: Path, kept_rows: int, table: pa.Table) -> None:
+    """The kept output must hold exactly the documents that ``documents.parquet`` keeps."""
+    keep = int(pc.sum(pc.equal(table.column("action"), "keep")).as_py() or 0)
+    if kept_rows != keep:
+        kept_path.unlink(missing_ok=True)
+        raise InputError(
+            kept_path.as_posix(),
+            f"the kept output has {kept_rows:,} rows, but documents.parquet keeps {keep:,} documents; the "
+            "input changed while the run was going or a record could not be re-read (the kept file was "
+            "removed). Rerun on inputs that do not change during the run")
 
 
 class Deduplicator:
@@ -129,8 +167,8 @@ class Deduplicator:
         """Deduplicate files/directories/globs and write the output contract into ``output``."""
         cfg = self.config
         t0 = time.perf_counter()
-        files = resolve_inputs(inputs)
-        source = FileSource(files, cfg.reader)
+        scan = scan_inputs(inputs)
+        source = FileSource(scan.files, cfg.reader, scan.ignored)
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
         state = self._run(source)
@@ -150,10 +188,11 @@ class Deduplicator:
                 self.progress("write", 0, int(mask.sum()))
             kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,
                                               cfg.output.compression_level)
+            _check_kept_rows(kept_path, kept_rows, table)
             if self.progress:
                 self.progress("write", kept_rows, int(mask.sum()))
         write_seconds = time.perf_counter() - t_write
-        report = build_report(state, cfg, [str(i) for i in inputs], extra_seconds=write_seconds)
+        report = build_report(state, cfg, [str(i) for i in inputs], extra_seconds=write_seconds, source=source)
         report["funnel"].append({"stage": "write", "docs_in": kept_rows, "docs_out": kept_rows,
                                  "seconds": round(write_seconds, 4), "peak_rss_mb": round(peak_rss_mb(), 1)})
         report["seconds"] = round(time.perf_counter() - t0, 3)
@@ -172,7 +211,7 @@ class Deduplicator:
         """Deduplicate records held in memory (mappings with the text field, or strings)."""
         source = MemorySource(records, self.config.reader)
         state = self._run(source)
-        report = build_report(state, self.config, ["<records>"])
+        report = build_report(state, self.config, ["<records>"], source=source)
         return DedupResult(documents=state.documents_table(), report=report, records=source.items)
 
 

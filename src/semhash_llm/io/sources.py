@@ -2,16 +2,18 @@
 
 A source streams validated :class:`RecordBatch` es for the cascade (first pass), can give
 back the text of a few records by location (to repair a Bloom false positive), and streams
-full records again to write the kept documents (second pass).
+full records again to write the kept documents (second pass). It also says which shards it
+read (``files``) and which entries it met but did not read (``ignored``), for ``report.json``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from semhash_llm.config import ReaderConfig
 from semhash_llm.io.readers import (
+    IgnoredInput,
     InputError,
     InputFile,
     RecordBatch,
@@ -30,28 +32,42 @@ class Source(Protocol):
     names: list[str]
     """One display name per shard (index = ``file_index`` of the batches)."""
 
+    files: list[InputFile]
+    """One shard per name: its path and format (for messages and ``report.json``)."""
+
+    ignored: list[IgnoredInput]
+    """Entries met while walking directories or expanding globs and not read, with why."""
+
     def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
         """Validated records, in order."""
         ...
 
-    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(ordinal, full record)`` of one shard, in order."""
+    def records(self, file_index: int,
+                wanted: Collection[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(ordinal, full record)`` of one shard, in order.
+
+        With ``wanted`` (ordinals the first pass accepted), a wanted record that can no longer
+        be read is an :class:`~semhash_llm.io.readers.InputError` instead of being passed over.
+        """
         ...
 
 
 class FileSource:
-    """Records from JSONL / Parquet / saved-dataset shards on disk."""
+    """Records from JSON Lines / JSON / Parquet / Arrow / saved-dataset shards on disk."""
 
-    def __init__(self, files: Sequence[InputFile], reader: ReaderConfig) -> None:
+    def __init__(self, files: Sequence[InputFile], reader: ReaderConfig,
+                 ignored: Sequence[IgnoredInput] = ()) -> None:
         self.files = list(files)
         self.reader = reader
         self.names = [f.name for f in self.files]
+        self.ignored = list(ignored)
 
     def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
         return iter_batches(self.files, self.reader, priority_field)
 
-    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
-        return read_records(self.files[file_index], self.reader)
+    def records(self, file_index: int,
+                wanted: Collection[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        return read_records(self.files[file_index], self.reader, wanted)
 
 
 class MemorySource:
@@ -69,7 +85,9 @@ class MemorySource:
                 raise InputError("<records>", f"record is a {type(r).__name__}, expected a mapping or a string",
                                  line=i, unit="row")
         self.names = ["records"]
-        self._file = InputFile(path=Path("<records>"), kind="parquet", name="records")
+        self._file = InputFile(path=Path("<records>"), kind="parquet", name="records", label="records")
+        self.files = [self._file]
+        self.ignored: list[IgnoredInput] = []
 
     def batches(self, priority_field: str | None) -> Iterator[RecordBatch]:
         cfg = self.reader
@@ -84,5 +102,6 @@ class MemorySource:
         if len(batch):
             yield batch
 
-    def records(self, file_index: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    def records(self, file_index: int,
+                wanted: Collection[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
         return iter(enumerate(self.items))

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semhash_llm.io.readers import InputError
 from semhash_llm.io.sources import Source
 
 __all__ = ["atomic_path", "write_documents", "write_kept", "write_json"]
@@ -59,17 +60,52 @@ def write_documents(path: Path, table: pa.Table, compression_level: int = 3) -> 
 
 
 def _kept_records(source: Source, kept: dict[int, dict[int, str]], id_field: str) -> Iterator[dict[str, Any]]:
+    """The kept records, re-read from ``source``; every one the first pass kept, or an error.
+
+    A kept record that is missing, can no longer be parsed, or carries another id than in the
+    first pass means the input changed between the passes: :class:`InputError` naming the
+    file and the line or row.
+    """
     for fi in range(len(source.names)):
         wanted = kept.get(fi)
         if not wanted:
             continue
-        for ordinal, rec in source.records(fi):
+        f = source.files[fi]
+        expected = iter(sorted(wanted))
+        next_wanted: int | None = next(expected, None)
+        for ordinal, rec in source.records(fi, wanted):
             ident = wanted.get(ordinal)
             if ident is None:
                 continue
-            if rec.get(id_field) is None or not isinstance(rec.get(id_field), str):
+            if next_wanted is not None and ordinal > next_wanted:
+                break  # a wanted record was passed over: reported below
+            value = rec.get(id_field)
+            if value is not None and not isinstance(value, bool) and str(value) != ident:
+                raise InputError(
+                    f.path.as_posix(),
+                    f"is {value!r} in the second pass but was {ident!r} in the first pass, so the kept "
+                    "output would not match documents.parquet. The input changed while the run was going; "
+                    "rerun on inputs that do not change during the run",
+                    line=ordinal, field_name=id_field, unit=f.unit)
+            if value is None or not isinstance(value, str):
                 rec = {id_field: ident, **{k: v for k, v in rec.items() if k != id_field}}
             yield rec
+            next_wanted = next(expected, None)
+        if next_wanted is not None:
+            raise InputError(
+                f.path.as_posix(),
+                f"the record with id {wanted[next_wanted]!r} kept in the first pass is no longer in the file, "
+                "so the kept output would miss it. The input changed while the run was going; rerun on "
+                "inputs that do not change during the run",
+                line=next_wanted, unit=f.unit)
+
+
+def _check_count(rows: int, kept: dict[int, dict[int, str]]) -> None:
+    expected = sum(len(v) for v in kept.values())
+    if rows != expected:
+        raise InputError("<kept output>", f"{rows:,} kept rows written, but the first pass kept {expected:,} "
+                         "documents; the input changed while the run was going. Rerun on inputs that do not "
+                         "change during the run")
 
 
 def write_kept(
@@ -83,7 +119,9 @@ def write_kept(
 ) -> tuple[Path, int]:
     """Write the kept records (all their fields; the id filled in where it was derived).
 
-    ``kept`` maps file index → {ordinal: id}. Returns the path written and the row count.
+    ``kept`` maps file index → {ordinal: id}. Returns the path written and the row count,
+    which always equals the number of documents in ``kept``: a record that cannot be re-read
+    raises :class:`InputError` and no kept file is left in place.
     """
     rows = 0
     if fmt == "jsonl":
@@ -92,6 +130,7 @@ def write_kept(
             for rec in _kept_records(source, kept, id_field):
                 fh.write(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
                 rows += 1
+            _check_count(rows, kept)
         return final, rows
     final = out_dir / "kept.parquet"
     with atomic_path(final) as tmp:
@@ -120,13 +159,16 @@ def write_kept(
             rows += table.num_rows
             buf.clear()
 
-        for rec in _kept_records(source, kept, id_field):
-            buf.append(rec)
-            if len(buf) >= batch_rows:
-                flush()
-        flush()
+        try:
+            for rec in _kept_records(source, kept, id_field):
+                buf.append(rec)
+                if len(buf) >= batch_rows:
+                    flush()
+            flush()
+        finally:
+            if writer is not None:
+                writer.close()
+        _check_count(rows, kept)
         if writer is None:
             pq.write_table(pa.table({id_field: pa.array([], pa.string())}), tmp, compression="zstd")
-        else:
-            writer.close()
     return final, rows
