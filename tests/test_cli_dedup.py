@@ -9,7 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import make_corpus, write_jsonl
 
+from semhash_llm.api import Deduplicator
 from semhash_llm.cli import main
+from semhash_llm.config import PipelineConfig
+from semhash_llm.io.readers import InputError
+from semhash_llm.io.sources import FileSource
 
 CONTRACT = ["id", "action", "duplicate_of", "relation", "cluster_id", "score", "decided_by", "fragments"]
 
@@ -237,3 +241,14 @@ def test_in_memory_facade() -> None:
     # Default keep policy: the longest version survives.
     strings = deduplicate(["one two three four five six", "ONE two three four five six!", "other"])
     assert [r["text"] for r in strings.selected] == ["ONE two three four five six!", "other"]
+
+
+def test_bloom_repair_refuses_records_gone_from_the_source(corpus, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-reading Bloom false positives must find every one of them, or stop: none is dropped."""
+    path, _, _ = corpus
+    monkeypatch.setattr(FileSource, "records", lambda self, fi, wanted=None: iter(()))
+    cfg = PipelineConfig.from_dict({"bloom": {"fp_rate": 0.5, "expected_documents": 1},
+                                    "output": {"write_kept": False}})
+    with pytest.raises(InputError, match="missing when re-read to repair Bloom false positives"):
+        Deduplicator(cfg).run([str(path)], tmp_path / "o")

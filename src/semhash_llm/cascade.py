@@ -369,13 +369,19 @@ class Cascade:
         got_texts: list[str] = []
         text_field = self.config.reader.text_field
         for fi, by_ord in wanted.items():
-            for ordv, rec in source.records(fi):
+            found = 0
+            for ordv, rec in source.records(fi, by_ord.keys()):
                 d = by_ord.get(ordv)
                 if d is None:
                     continue
                 value = rec.get(text_field)
                 got_docs.append(d)
                 got_texts.append(value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value))
+                found += 1
+            if found != len(by_ord):
+                raise InputError(source.names[fi], f"{len(by_ord) - found} record(s) read in the first pass were "
+                                 "missing when re-read to repair Bloom false positives; the file changed during "
+                                 "the run. Run again on a file that does not change")
         tb = tokenize_batch(normalize_batch(got_texts, self.config.normalize), classes, self.config.shingle)
         near.sign(tb, np.arange(len(got_docs)), np.asarray(got_docs, dtype=np.int64))
         if sph is not None:
