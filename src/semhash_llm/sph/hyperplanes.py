@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 if TYPE_CHECKING:
     import torch
@@ -77,6 +78,26 @@ def hamming_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.bitwise_count(as_words(a) ^ as_words(b)).sum(axis=1).astype(np.int64)
 
 
+@njit(cache=True, nogil=True)
+def _margins(embeddings: np.ndarray, W: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+    """``out[i, k] = (sum_d e[i, d] W[d, k]) + b[k]`` in float64, d in order, one document at a time.
+
+    No BLAS: its kernels (and so the rounding of a margin near 0, i.e. a bit) depend on the batch
+    shape and the thread count. Here a document's margins are a pure function of its embedding.
+    """
+    n, dim = embeddings.shape
+    bits = W.shape[1]
+    for i in range(n):
+        for k in range(bits):
+            out[i, k] = 0.0
+        for d in range(dim):
+            x = np.float64(embeddings[i, d])
+            for k in range(bits):
+                out[i, k] += x * W[d, k]
+        for k in range(bits):
+            out[i, k] += b[k]
+
+
 @dataclass
 class SPHHasher:
     """K hyperplanes ``(W, b)``: ``W`` (dim, K) float32, ``b`` (K,) float32."""
@@ -102,14 +123,22 @@ class SPHHasher:
         return int(self.W.shape[0])
 
     def project(self, embeddings: np.ndarray) -> np.ndarray:
-        """``e W + b``: (n, K) float32 margins."""
+        """``e W + b``: (n, K) float64 margins, each row a pure function of its embedding row.
+
+        Computed per document in a fixed order (:func:`_margins`), so a code never depends on the
+        batch it is hashed in, the batch size or the number of threads.
+        """
         embeddings = np.asarray(embeddings, dtype=np.float32)
         if embeddings.ndim != 2 or embeddings.shape[1] != self.dim:
             raise ValueError(
                 f"SPHHasher with dim={self.dim} got embeddings of shape {embeddings.shape}; the student and the "
                 "hyperplanes must come from the same training run."
             )
-        return embeddings @ self.W + self.b
+        out = np.empty((embeddings.shape[0], self.bits), dtype=np.float64)
+        if embeddings.shape[0]:
+            W64 = np.ascontiguousarray(self.W, dtype=np.float64)
+            _margins(np.ascontiguousarray(embeddings), W64, np.ascontiguousarray(self.b, dtype=np.float64), out)
+        return out
 
     def bit_matrix(self, embeddings: np.ndarray) -> np.ndarray:
         """(n, K) boolean: bit k set when ``w_k^T e + b_k > 0`` (eq. 3)."""

@@ -141,7 +141,11 @@ class StaticStudent:
         return int(self.embeddings.shape[1])
 
     def encode(self, texts: Sequence[str], batch_size: int = 4096) -> np.ndarray:
-        """Embed ``texts``: (n, dim) float32, L2-normalised (empty texts give zero rows)."""
+        """Embed ``texts``: (n, dim) float32, L2-normalised (empty texts give zero rows).
+
+        A text's embedding is a pure function of the text: the same bits whatever the batch, the
+        batch size or the number of threads (:func:`pool_tokens`).
+        """
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
@@ -174,24 +178,47 @@ class StaticStudent:
 
 
 @njit(cache=True, nogil=True)
-def _sum_rows(embeddings: np.ndarray, flat: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+def _pool_normalise(embeddings: np.ndarray, flat: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Per document: float64 sum of its token rows in token order, then divide by the norm (fixed order).
+
+    Every document is computed on its own, in one fixed order of operations (no BLAS, no
+    reassociation: numba without fastmath), so its embedding does not depend on the batch it is
+    encoded in, the batch size or the number of threads.
+    """
     dim = embeddings.shape[1]
+    acc = np.empty(dim, dtype=np.float64)
     for i in range(len(offsets) - 1):
+        for k in range(dim):
+            acc[k] = 0.0
         for t in range(offsets[i], offsets[i + 1]):
             row = flat[t]
             for k in range(dim):
-                out[i, k] += embeddings[row, k]
+                acc[k] += embeddings[row, k]
+        sq = 0.0
+        for k in range(dim):
+            sq += acc[k] * acc[k]
+        if sq > 0.0:
+            norm = np.sqrt(sq)
+            for k in range(dim):
+                out[i, k] = acc[k] / norm
 
 
 def pool_tokens(embeddings: np.ndarray, flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Normalised sums of ``embeddings[flat]`` over the segments given by ``offsets``."""
+    """Normalised sums of ``embeddings[flat]`` over the segments given by ``offsets`` (float32).
+
+    A document's row is a pure function of its token ids (see :func:`_pool_normalise`); empty
+    segments and zero sums give zero rows.
+    """
     n = len(offsets) - 1
     out = np.zeros((n, embeddings.shape[1]), dtype=np.float32)
     if n == 0 or len(flat) == 0:
         return out
-    _sum_rows(embeddings, flat, offsets, out)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    np.divide(out, norms, out=out, where=norms > 0)
+    _pool_normalise(
+        np.ascontiguousarray(embeddings, dtype=np.float32),
+        np.ascontiguousarray(flat, dtype=np.int64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        out,
+    )
     return out
 
 
