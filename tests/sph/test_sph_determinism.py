@@ -90,7 +90,7 @@ def test_the_inputs_are_hard_enough(reference) -> None:  # type: ignore[no-untyp
     """The texts reach margins near 0, where a rounding difference would flip a bit."""
     emb, margins, codes = reference[64]
     assert (np.abs(margins) < 1e-3).sum() >= 20
-    assert len(np.unique(codes)) > 0.8 * len(TEXTS)
+    assert len(np.unique(codes)) > 0.5 * len(TEXTS)  # random word bags: many codes, some shared
     assert not emb[0].any() and np.allclose(np.linalg.norm(emb[5:], axis=1), 1.0, atol=1e-6)
     # float32 BLAS does not give this guarantee: the same product in one batch and row by row differs.
     hasher = load_hasher(None, 64)

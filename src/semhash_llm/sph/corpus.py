@@ -198,7 +198,10 @@ def snippet(passage: str, rng: np.random.Generator, min_words: int = 8, max_word
 
 
 def read_corpus_documents(
-    paths: Sequence[str | Path], text_field: str = "text", part: Part | None = "train"
+    paths: Sequence[str | Path],
+    text_field: str = "text",
+    part: Part | None = "train",
+    counts: dict[str, int] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(document key, text)`` of every document under ``paths``, in a deterministic order.
 
@@ -207,7 +210,8 @@ def read_corpus_documents(
     (``None``: all of them); other documents are keyed by their file (relative to the corpus path
     given) and their position in it. With ``part="train"`` a shared document that is a copy of one
     in the benchmark part (at least half of its word 8-grams in a benchmark-part document of the
-    files read: the sources hold a few duplicated reviews) is left out as well.
+    files read: the sources hold a few duplicated reviews) is left out as well; ``counts``, if
+    given, receives their number under ``"copies_of_benchmark_documents_left_out"``.
     """
     shared_docs: list[tuple[str, str, bool]] = []  # (key, text, in part)
     for root in map(Path, paths):
@@ -222,13 +226,15 @@ def read_corpus_documents(
                 text = next(iter(read_documents(f, text_field)), "")
                 shared_docs.append((f"{shared[0]}/{shared[1]}", text, in_part(shared[0], shared[1], part)))
             else:
-                yield from _flush(shared_docs, part)
+                yield from _flush(shared_docs, part, counts)
                 for i, text in enumerate(read_documents(f, text_field)):
                     yield f"{rel}#{i}", text
-    yield from _flush(shared_docs, part)
+    yield from _flush(shared_docs, part, counts)
 
 
-def _flush(shared_docs: list[tuple[str, str, bool]], part: Part | None) -> Iterator[tuple[str, str]]:
+def _flush(
+    shared_docs: list[tuple[str, str, bool]], part: Part | None, counts: dict[str, int] | None = None
+) -> Iterator[tuple[str, str]]:
     """Yield the buffered shared documents of ``part`` (see :func:`read_corpus_documents`) and empty the buffer."""
     if not shared_docs:
         return
@@ -248,6 +254,9 @@ def _flush(shared_docs: list[tuple[str, str, bool]], part: Part | None) -> Itera
         yield key, text
     if dropped:
         logger.info("left out %d training-part document(s) that copy a benchmark-part document", dropped)
+    if counts is not None:
+        key = "copies_of_benchmark_documents_left_out"
+        counts[key] = counts.get(key, 0) + dropped
     shared_docs.clear()
 
 
@@ -318,7 +327,8 @@ def load_split_texts(
         raise FileNotFoundError(f"No readable text files under {[str(p) for p in paths]} (formats: {', '.join(_SUFFIXES)}).")
     keys: list[str] = []
     docs: list[str] = []
-    for key, text in read_corpus_documents(paths, text_field, part):
+    left_out: dict[str, int] = {}
+    for key, text in read_corpus_documents(paths, text_field, part, left_out):
         keys.append(key)
         docs.append(text)
     if len(docs) < 2:
@@ -346,6 +356,7 @@ def load_split_texts(
         "documents": len(docs),
         "heldout_documents": int(held.sum()),
         "documents_by_source": _count_sources(keys),
+        "copies_of_benchmark_documents_left_out": left_out.get("copies_of_benchmark_documents_left_out", 0),
         "passages_train": len(tr_long),
         "snippets_train": len(tr_short),
         "passages_heldout": len(ho_long),

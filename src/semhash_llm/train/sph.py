@@ -365,11 +365,14 @@ def _split_lines(report: TrainReport) -> list[str]:
     if split:
         fr = ", ".join(f"{k} {v:.0%}" for k, v in split["train_fractions"].items())
         lines += [
-            "Split with the development benchmark (`semhash_llm/datasplit.py`): the Wikipedia pages (by title), movie",
-            "reviews and addresses (by file name) are dealt by a hash of the document's key to a training part",
-            f"({fr} of each source; salt `{split['salt']}`) and a benchmark part. Training read only the",
-            "training part; the benchmark (`semhash-llm bench`) is built only from the other part, so no benchmark",
-            "document, excerpt, host or planted passage was seen in training.",
+            "**Split with the development benchmark** (`semhash_llm/datasplit.py`, salt",
+            f"`{split['salt']}`): every Wikipedia page (by title), movie review and address (by file name) goes,",
+            f"by a hash of its key, to a training part ({fr} of each source) or to a benchmark",
+            "part. Training read only the training part, and left out training-part documents that copy a",
+            f"benchmark-part one ({data.get('copies_of_benchmark_documents_left_out', 0)}: the reviews hold a few duplicates);",
+            "the development benchmark (`semhash-llm bench`) is built only from the benchmark part, so no benchmark",
+            "document, excerpt, host or planted passage was seen in training (`python -m semhash_llm.datasplit",
+            "--bench-dir DIR` counts the benchmark documents that share most of their word 8-grams with training).",
         ]
     else:
         lines += ["No split with the development benchmark (`--no-benchmark-split`): benchmark documents may be in training."]
@@ -377,11 +380,13 @@ def _split_lines(report: TrainReport) -> list[str]:
         by_source = ", ".join(f"{k} {v}" for k, v in (data.get("documents_by_source") or {}).items())
         lines += [
             "",
-            f"{data.get('documents')} source documents read ({by_source}); {data.get('heldout_documents')} of them held out",
-            "(a seeded hash of the document key) before any passage was cut. Available: "
-            f"{data.get('passages_train')} passages and {data.get('snippets_train')} snippets from the training documents,",
-            f"{data.get('passages_heldout')} and {data.get('snippets_heldout')} from the held-out ones; "
-            f"{data.get('heldout_dropped_verbatim_in_train')} held-out texts dropped because they occur verbatim in a training text.",
+            f"**Held-out set.** {data.get('documents')} source documents read ({by_source}); "
+            f"{data.get('heldout_documents')} of them were held out (a seeded hash of the document key) before any",
+            f"passage was cut. The training documents gave {data.get('passages_train')} passages and "
+            f"{data.get('snippets_train')} snippets, the held-out ones {data.get('passages_heldout')} and "
+            f"{data.get('snippets_heldout')};",
+            f"{data.get('heldout_dropped_verbatim_in_train')} held-out texts were dropped because they occur verbatim "
+            "inside a training text. The held-out texts were sampled from the held-out documents only.",
         ]
     return lines
 
@@ -449,9 +454,8 @@ def model_card(report: TrainReport) -> str:
         "",
         "Held-out texts are passages and snippets of the held-out source documents (see Training data): no",
         "training text comes from those documents, and none of them occurs verbatim in a training text.",
-        "`cos to teacher` is the",
-        "mean cosine between student and projected teacher embeddings; `pairwise r` the Pearson correlation",
-        "of all pairwise cosines of the two models on held-out texts.",
+        "`cos to teacher` is the mean cosine between student and projected teacher embeddings; `pairwise r`",
+        "the Pearson correlation of all pairwise cosines of the two models on held-out texts.",
         "",
     ]
     teacher_sts = s.get("teacher_sts_dev_spearman")
