@@ -192,7 +192,7 @@ def _scores(student: StaticStudent, hasher: SPHHasher, radius: int) -> Scores:
 def _code_bounds_hold(s: Scores, bits: int) -> bool:
     return (
         s.near_within >= 0.95
-        and s.unrelated_within <= 0.05
+        and s.unrelated_within <= 0.1
         and s.unrelated_mean >= 3 * s.near_mean
         and s.unrelated_mean >= 0.2 * bits
     )
