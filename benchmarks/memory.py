@@ -8,6 +8,7 @@ sizes is the memory per million documents; the intercept is the fixed cost (inte
 numba, Arrow, one batch).
 
     python benchmarks/memory.py --sizes 100000,1000000 --doc-chars 400
+    python benchmarks/memory.py --sizes 100000,1000000 -- --no-sph     # flags after -- go to dedup
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--doc-chars", type=int, default=400)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("dedup_args", nargs="*", help="extra `semhash-llm dedup` flags (after --)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(args.workdir or tempfile.mkdtemp(prefix="semhash-mem-"))
@@ -48,7 +50,7 @@ def main() -> int:
         out = work / f"out-{n}"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "semhash_llm", "dedup", str(path), "-o", str(out), "--no-kept",
-                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+                        "--no-progress", *args.dedup_args], check=True, stdout=subprocess.DEVNULL)
         secs = time.perf_counter() - t0
         report = json.loads((out / "report.json").read_text())
         rows.append((n, report["peak_rss_mb"], secs, report["documents_per_second"]))
