@@ -113,8 +113,6 @@ class CascadeState:
     skip_reasons: dict[int, str]
     exact_rep: np.ndarray
     selection: Selection
-    digest_hi: np.ndarray
-    digest_lo: np.ndarray
     funnel: list[StageStats]
     source_names: list[str]
     seconds: float
@@ -354,7 +352,7 @@ class Cascade:
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, exact_rep=exact_rep, selection=selection,
-            digest_hi=hi.copy(), digest_lo=lo.copy(), funnel=funnel, source_names=list(source.names),
+            funnel=funnel, source_names=list(source.names),
             seconds=time.perf_counter() - t_start,
         )
 

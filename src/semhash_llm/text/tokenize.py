@@ -13,7 +13,7 @@ parallel, without creating Python objects per token:
   cryptographic on purpose: a non-cryptographic one (FNV-1a, multiply-shift) lets anyone
   build two different texts with one digest and so delete a chosen document. A document
   without tokens (only punctuation, symbols or emoji) is digested from its normalized text
-  without whitespace, in a separate BLAKE2b domain. Cost: ~2 µs per 2 KB document;
+  without whitespace, in a separate BLAKE2b domain. Cost: ~3 µs per 2 KB document;
 * :func:`doc_shingles` — word (or, for scripts without spaces, character) n-gram hashes
   from the token hashes of one document.
 """
