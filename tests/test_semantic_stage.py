@@ -37,8 +37,8 @@ def test_sph_decides_a_pair_lsh_misses() -> None:
 def test_without_sph_the_pair_stays() -> None:
     rows = _rows(PipelineConfig.from_dict({"sph": {"enabled": False}}))
     assert rows["b"]["action"] == "keep"
-    sph = next(s for s in rows["_report"]["funnel"] if s["stage"] == "sph")
-    assert sph["details"] == {"enabled": False}
+    # A stage that is off is not in the cascade at all: no funnel row.
+    assert [s["stage"] for s in rows["_report"]["funnel"]] == ["read", "bloom", "lsh", "select"]
 
 
 def test_lexical_floor_guards_sph_pairs() -> None:

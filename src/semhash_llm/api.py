@@ -86,14 +86,16 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     n = state.num_documents
     kept = int(state.kept_mask().sum())
     skipped = len(state.skip_reasons)
+    rows = {row.name: row for row in state.funnel}
+    exact = rows["bloom"].docs_removed if "bloom" in rows else 0
     return {
         "documents": n,
         "kept": kept,
         "removed": n - kept - skipped,
         "skipped": skipped,
-        "exact_removed": state.funnel[1].docs_removed,
-        "near_removed": n - kept - skipped - state.funnel[1].docs_removed,
-        "clusters": state.funnel[-1].details.get("clusters", 0),
+        "exact_removed": exact,
+        "near_removed": n - kept - skipped - exact,
+        "clusters": rows["select"].details.get("clusters", 0),
     }
 
 

@@ -1,12 +1,12 @@
-"""The cascade: read → normalize → 1 Bloom exact → features → LSH candidates → cluster → select.
+"""The cascade: read → normalize → stages (Bloom exact → MinHash LSH → SPH …) → cluster → select.
 
-:class:`Cascade` runs the stages in order over a :class:`~semhash_llm.io.sources.Source`,
-streaming the input in batches. Per document it keeps only fixed-size state (digest,
-length, location, signature row); texts live only as long as their batch. Every stage
-records what entered and left it, which forms the funnel of ``report.json``.
-
-Later stages (SPH blocking, AW-MinHash, passages, the verifier and the judge) plug in as
-further producers of accepted edges before clustering.
+:class:`Cascade` streams a :class:`~semhash_llm.io.sources.Source` in batches and runs a loop
+over the configured stages (:data:`STAGES`), each behind the one protocol of
+:mod:`semhash_llm.stages.base`: ``process`` per streamed batch (features), ``decide`` after the
+stream (accepted edges into one union-find). Per document the cascade keeps only fixed-size
+state (length, location, status; the stages their digests, signatures, codes); texts live
+only as long as their batch. Every stage's funnel row (documents and pairs in and out, stream
+and decide time, peak memory) is recorded the same way and forms the funnel of ``report.json``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import resource
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,26 +27,20 @@ from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
 from semhash_llm.select import EDGE_KINDS, Selection, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
-from semhash_llm.stages.exact import BloomExactStage, confirm_exact
-from semhash_llm.stages.near import Edges, MinHashLSHStage
+from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Stage, StreamBatch
+from semhash_llm.stages.exact import BloomExactStage
+from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.semantic import SPHStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 
-__all__ = ["Cascade", "CascadeState", "ProgressCallback", "DocStatus", "peak_rss_mb"]
+__all__ = ["Cascade", "CascadeState", "ProgressCallback", "DocStatus", "STAGES", "StageInfo", "configured_stages",
+           "peak_rss_mb"]
 
 logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[str, int, "int | None"], None]
 """``progress(stage, done, total)``: called as documents pass a stage (total may be None)."""
-
-
-class DocStatus:
-    """Per-document status codes."""
-
-    OK = 0
-    SKIPPED = 1  # bad record, skipped with on_error='skip'
-    NO_TOKENS = 2  # only punctuation/symbols/emoji: exact duplicates only, no near-duplicate features
 
 
 def peak_rss_mb() -> float:
@@ -111,7 +106,6 @@ class CascadeState:
     status: np.ndarray
     lengths: np.ndarray
     skip_reasons: dict[int, str]
-    exact_rep: np.ndarray
     selection: Selection
     funnel: list[StageStats]
     source_names: list[str]
@@ -174,8 +168,34 @@ class CascadeState:
         return (self.selection.keeper == np.arange(self.num_documents)) & (self.status != DocStatus.SKIPPED)
 
 
+@dataclass(frozen=True)
+class StageInfo:
+    """A stage of the cascade: its funnel name, its config section, what it does, how it is built."""
+
+    name: str
+    section: str
+    summary: str
+    build: Callable[[PipelineConfig], Stage]
+
+
+STAGES: tuple[StageInfo, ...] = (
+    StageInfo("bloom", "bloom", "exact duplicates of the normalized text: BLAKE2b-128 key, Bloom filter, "
+              "every hit confirmed", lambda cfg: BloomExactStage(cfg.bloom)),
+    StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate",
+              lambda cfg: MinHashLSHStage(cfg.minhash)),
+    StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
+              "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
+)
+"""Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
+
+
+def configured_stages(config: PipelineConfig) -> list[Stage]:
+    """The enabled stages of ``config``, in cascade order, built once (models load here)."""
+    return [info.build(config) for info in STAGES if getattr(config, info.section).enabled]
+
+
 class Cascade:
-    """Runs the configured stages over a source."""
+    """Runs the configured stages over a source: a loop over :class:`~semhash_llm.stages.base.Stage` objects."""
 
     def __init__(self, config: PipelineConfig, progress: ProgressCallback | None = None) -> None:
         self.config = config
@@ -189,9 +209,9 @@ class Cascade:
         cfg = self.config
         t_start = time.perf_counter()
         classes = char_classes(cfg.normalize.strip_punctuation)
-        bloom = BloomExactStage(cfg.bloom) if cfg.bloom.enabled else None
-        near = MinHashLSHStage(cfg.minhash) if cfg.minhash.enabled else None
-        sph = SPHStage(cfg.sph) if cfg.sph.enabled else None
+        stages = configured_stages(cfg)
+        rows = {st.name: StageStats(st.name) for st in stages}
+        stream_seconds = dict.fromkeys(rows, 0.0)
         prio_field = cfg.select.priority_field if cfg.select.keep == "priority" else None
 
         id_chunks: list[pa.Array] = []
@@ -200,13 +220,8 @@ class Cascade:
         status = _Growable(np.uint8)
         lengths = _Growable(np.int64)
         prios = _Growable(np.float64)
-        d_hi = _Growable(np.uint64)
-        d_lo = _Growable(np.uint64)
-        hits_all = _Growable(np.bool_)
         skip_reasons: dict[int, str] = {}
         read = StageStats("read")
-        st_bloom = StageStats("bloom")
-        st_sign = StageStats("features")
         n = 0
         for batch in source.batches(prio_field):
             t0 = time.perf_counter()
@@ -222,119 +237,56 @@ class Cascade:
                     st[j] = DocStatus.SKIPPED
                     skip_reasons[n + j] = err
             lengths.extend(np.fromiter((len(t) for t in texts), dtype=np.int64, count=size))
-            normalized = normalize_batch(texts, cfg.normalize)
-            tb = tokenize_batch(normalized, classes, cfg.shingle)
-            del normalized
+            tb = tokenize_batch(normalize_batch(texts, cfg.normalize), classes, cfg.shingle)
             st[(tb.num_tokens == 0) & (st == DocStatus.OK)] = DocStatus.NO_TOKENS
             status.extend(st)
-            d_hi.extend(tb.digest_hi)
-            d_lo.extend(tb.digest_lo)
-            # Documents without tokens (only symbols or emoji) can still be exact duplicates.
-            eligible = st != DocStatus.SKIPPED
             read.seconds += time.perf_counter() - t0
-            t1 = time.perf_counter()
-            hits = bloom.process(tb.digest_hi, tb.digest_lo, eligible) if bloom else np.zeros(size, np.bool_)
-            hits_all.extend(hits)
-            st_bloom.seconds += time.perf_counter() - t1
-            t2 = time.perf_counter()
-            if near is not None:
-                to_sign = np.flatnonzero((st == DocStatus.OK) & ~hits)
-                # Bloom hits skip the signature; a hit that turns out to be a false positive is
-                # re-signed from its source after confirmation (see _repair).
-                near.sign(tb, to_sign, to_sign + n)
-                if sph is not None:
-                    sph.encode([texts[j] for j in to_sign.tolist()])
-            st_sign.seconds += time.perf_counter() - t2
+            sb = StreamBatch(np.arange(n, n + size, dtype=np.int64), texts, tb, st, st == DocStatus.OK)
+            for stage in stages:
+                t1 = time.perf_counter()
+                stage.process(sb)
+                stream_seconds[stage.name] += time.perf_counter() - t1
             n += size
             read.docs_in = n
             self._tick("read", n)
-        read.docs_out = int(np.count_nonzero(status.view() == DocStatus.OK))
+        st_status = status.view()
+        read.docs_out = int(np.count_nonzero(st_status == DocStatus.OK))
         read.docs_removed = len(skip_reasons)
         read.peak_rss_mb = peak_rss_mb()
         read.details = {
             "skipped": len(skip_reasons),
             "skipped_by_reason": _reason_counts(skip_reasons),
-            "no_tokens": int(np.count_nonzero(status.view() == DocStatus.NO_TOKENS)),
+            "no_tokens": int(np.count_nonzero(st_status == DocStatus.NO_TOKENS)),
             "files": len(source.names),
         }
-        st_status = status.view()
-        hi, lo = d_hi.view(), d_lo.view()
-        eligible_all = st_status != DocStatus.SKIPPED
-        hits_v = hits_all.view()
 
-        # ---- stage 1: confirm the Bloom hits
-        t1 = time.perf_counter()
-        if bloom is not None:
-            exact_rep = confirm_exact(hi, lo, eligible_all, hits_v)
-        else:
-            exact_rep = np.arange(n, dtype=np.int64)
-        is_exact_dup = exact_rep != np.arange(n)
-        false_pos = np.flatnonzero(hits_v & ~is_exact_dup)
-        # Only documents with tokens have near-duplicate features to repair.
-        to_repair = false_pos[st_status[false_pos] == DocStatus.OK]
-        st_bloom.seconds += time.perf_counter() - t1
-        st_bloom.docs_in = int(eligible_all.sum())
-        st_bloom.docs_removed = int(is_exact_dup.sum())
-        st_bloom.docs_out = st_bloom.docs_in - st_bloom.docs_removed
-        st_bloom.peak_rss_mb = peak_rss_mb()
-        if bloom is not None:
-            st_bloom.details = {**bloom.stats(), "confirmed_exact": st_bloom.docs_removed,
-                                "false_positives": int(false_pos.size)}
-        self._tick("bloom", n, n)
-
-        # ---- repair: Bloom false positives still need their features
-        if near is not None and to_repair.size:
-            t2 = time.perf_counter()
-            self._repair(source, near, sph, to_repair, file_index.view(), ordinal.view(), classes)
-            st_sign.seconds += time.perf_counter() - t2
-            st_sign.details["repaired_false_positives"] = int(to_repair.size)
-        st_sign.docs_in = int(np.count_nonzero((st_status == DocStatus.OK) & ~is_exact_dup))
-        st_sign.docs_out = near.num_signed if near else 0
-        st_sign.peak_rss_mb = peak_rss_mb()
-        if sph is not None:
-            st_sign.details["sph_encode_seconds"] = round(sph.encode_seconds_, 3)
-            st_sign.details["minhash_seconds"] = round(st_sign.seconds - sph.encode_seconds_, 3)
-
-        # ---- union: exact edges, then LSH edges
-        uf = UnionFind(n)
-        dup_idx = np.flatnonzero(is_exact_dup)
-        uf.union_many(dup_idx, exact_rep[dup_idx])
-        exact_edges = Edges(dup_idx, exact_rep[dup_idx], np.ones(dup_idx.size, np.float32),
-                            np.zeros(dup_idx.size, np.uint8))
-        st_lsh = StageStats("lsh", docs_in=st_sign.docs_out)
-        t3 = time.perf_counter()
-        if near is not None:
-            lsh_edges = near.link(uf.parent_)
-            st_lsh.details = near.stats()
-            st_lsh.pairs_in = st_lsh.details["pairs_proposed"]
-            st_lsh.pairs_out = st_lsh.details["pairs_accepted"]
-        else:
-            lsh_edges = Edges.empty()
-        st_lsh.docs_removed = len(lsh_edges)
-        st_lsh.docs_out = st_lsh.docs_in - st_lsh.docs_removed
-        st_lsh.seconds = time.perf_counter() - t3
-        st_lsh.peak_rss_mb = peak_rss_mb()
-        self._tick("lsh", n, n)
-        st_sph = StageStats("sph", docs_in=st_lsh.docs_out)
-        t_sph = time.perf_counter()
-        if sph is not None and near is not None:
-            sph_edges = sph.link(near, uf.parent_)
-            st_sph.details = dict(sph.details_)
-            st_sph.pairs_in = int(sph.details_["pairs_proposed"])
-            st_sph.pairs_out = len(sph_edges)
-        else:
-            sph_edges = Edges.empty()
-            st_sph.details = {"enabled": False}
-        st_sph.docs_removed = len(sph_edges)
-        st_sph.docs_out = st_sph.docs_in - st_sph.docs_removed
-        st_sph.seconds = time.perf_counter() - t_sph
-        st_sph.peak_rss_mb = peak_rss_mb()
-        self._tick("sph", n, n)
+        # ---- after the stream: every stage decides, in order, into one union-find
+        ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages})
+        edge_parts: list[Edges] = []
+        for i, stage in enumerate(stages):
+            t1 = time.perf_counter()
+            decision = stage.decide(ctx)
+            if decision.refeature.size:
+                # Documents this stage claimed wrongly (Bloom false positives): the later stages
+                # compute their features now, from the source, before they decide.
+                repaired = self._refeature(source, stages[i + 1 :], decision.refeature, file_index.view(),
+                                           ordinal.view(), st_status, classes)
+                decision.details["repaired_false_positives"] = repaired
+            row = rows[stage.name]
+            row.seconds = stream_seconds[stage.name] + time.perf_counter() - t1
+            row.docs_in = decision.docs_in
+            row.docs_removed = len(decision.edges)
+            row.docs_out = row.docs_in - row.docs_removed
+            row.pairs_in, row.pairs_out = decision.pairs_in, decision.pairs_out
+            row.details = {"stream_seconds": round(stream_seconds[stage.name], 4), **decision.details}
+            row.peak_rss_mb = peak_rss_mb()
+            edge_parts.append(decision.edges)
+            self._tick(stage.name, n, n)
 
         # ---- cluster and select
         t4 = time.perf_counter()
-        edges = Edges.concat([exact_edges, lsh_edges, sph_edges])
-        roots = uf.roots()
+        edges = Edges.concat(edge_parts)
+        roots = ctx.union_find.roots()
         selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
                                      prios.view(), cfg.select)
         st_select = StageStats("select", docs_in=n)
@@ -348,18 +300,19 @@ class Cascade:
                              "keep_policy": cfg.select.keep}
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
-        funnel = [read, st_bloom, st_sign, st_lsh, st_sph, st_select]
+        funnel = [read, *(rows[st.name] for st in stages), st_select]
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
-            lengths=lengths.view().copy(), skip_reasons=skip_reasons, exact_rep=exact_rep, selection=selection,
-            funnel=funnel, source_names=list(source.names),
-            seconds=time.perf_counter() - t_start,
+            lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection,
+            funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
         )
 
-    def _repair(self, source: Source, near: MinHashLSHStage, sph: SPHStage | None, docs: np.ndarray,
-                file_index: np.ndarray, ordinal: np.ndarray, classes: np.ndarray) -> None:
-        """Sign documents that the Bloom filter wrongly took for duplicates (re-read from source)."""
-        logger.info("re-signing %d Bloom false positive(s)", docs.size)
+    def _refeature(self, source: Source, stages: Sequence[Stage], docs: np.ndarray, file_index: np.ndarray,
+                   ordinal: np.ndarray, status: np.ndarray, classes: np.ndarray) -> int:
+        """Re-read ``docs`` from the source and let ``stages`` compute their features; the count."""
+        if not stages:
+            return 0
+        logger.info("re-reading %d document(s) for their features (Bloom false positives)", docs.size)
         wanted: dict[int, dict[int, int]] = {}
         for d in docs.tolist():
             wanted.setdefault(int(file_index[d]), {})[int(ordinal[d])] = d
@@ -380,10 +333,15 @@ class Cascade:
                 raise InputError(source.names[fi], f"{len(by_ord) - found} record(s) read in the first pass were "
                                  "missing when re-read to repair Bloom false positives; the file changed during "
                                  "the run. Run again on a file that does not change")
-        tb = tokenize_batch(normalize_batch(got_texts, self.config.normalize), classes, self.config.shingle)
-        near.sign(tb, np.arange(len(got_docs)), np.asarray(got_docs, dtype=np.int64))
-        if sph is not None:
-            sph.encode(got_texts)
+        order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
+        index = np.asarray(got_docs, dtype=np.int64)[order]
+        texts = [got_texts[k] for k in order.tolist()]
+        tb = tokenize_batch(normalize_batch(texts, self.config.normalize), classes, self.config.shingle)
+        st = status[index].copy()
+        batch = StreamBatch(index, texts, tb, st, st == DocStatus.OK)
+        for stage in stages:
+            stage.process(batch)
+        return int(index.size)
 
 
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:

@@ -16,8 +16,11 @@ import numpy as np
 
 from semhash_llm.config import BloomConfig
 from semhash_llm.sketch.bloom import ScalableBloomFilter
+from semhash_llm.stages.base import DecideContext, Decision, DocStatus, Edges, StreamBatch
 
-__all__ = ["BloomExactStage", "confirm_exact"]
+EXACT_EDGE_KIND = 0
+
+__all__ = ["BloomExactStage", "confirm_exact", "EXACT_EDGE_KIND"]
 
 
 @nb.njit(cache=True)
@@ -70,8 +73,39 @@ class BloomExactStage:
         capacity = config.expected_documents or (1 << 20)
         self.filter_ = ScalableBloomFilter(config.fp_rate, initial_capacity=capacity)
         self.hits_ = 0
+        self._hi: list[np.ndarray] = []
+        self._lo: list[np.ndarray] = []
+        self._hits: list[np.ndarray] = []
 
-    def process(self, hi: np.ndarray, lo: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    def process(self, batch: StreamBatch) -> None:
+        """Ask the filter about the batch's digests; hits are claimed (they skip the features)."""
+        tokens = batch.tokens
+        hits = self.check(tokens.digest_hi, tokens.digest_lo, batch.status != DocStatus.SKIPPED)
+        self._hi.append(tokens.digest_hi)
+        self._lo.append(tokens.digest_lo)
+        self._hits.append(hits)
+        batch.featured &= ~hits
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Confirm every hit against the full digests; link the exact duplicates to their first copy.
+
+        An unconfirmed hit is a Bloom false positive: it is returned in ``refeature`` (when it
+        has tokens) so the later stages compute its features after all.
+        """
+        n = ctx.num_docs
+        hi, lo, hits = (np.concatenate(x) if x else np.empty(0, t)
+                        for x, t in ((self._hi, np.uint64), (self._lo, np.uint64), (self._hits, np.bool_)))
+        eligible = ctx.status != DocStatus.SKIPPED
+        rep = confirm_exact(hi, lo, eligible, hits)
+        dup = np.flatnonzero(rep != np.arange(n))
+        ctx.union_find.union_many(dup, rep[dup])
+        false_pos = np.flatnonzero(hits & (rep == np.arange(n)))
+        edges = Edges(dup, rep[dup], np.ones(dup.size, np.float32), np.full(dup.size, EXACT_EDGE_KIND, np.uint8))
+        return Decision(edges, docs_in=int(eligible.sum()),
+                        details={**self.stats(), "confirmed_exact": int(dup.size), "false_positives": int(false_pos.size)},
+                        refeature=false_pos[ctx.status[false_pos] == DocStatus.OK])
+
+    def check(self, hi: np.ndarray, lo: np.ndarray, eligible: np.ndarray) -> np.ndarray:
         """Bloom hits of the eligible documents of a batch (ineligible ones are never hits)."""
         idx = np.flatnonzero(eligible)
         hits = np.zeros(hi.shape[0], dtype=np.bool_)

@@ -10,58 +10,17 @@ from __future__ import annotations
 
 import math
 import mmap
-from dataclasses import dataclass
-
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
 from semhash_llm.sketch.lsh import band_key_column, link_band, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]
+__all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]  # Edges: re-exported from stages.base
 
 LSH_EDGE_KIND = 1
-
-
-@dataclass
-class Edges:
-    """Accepted pairs: global document indices, score, and the stage kind that accepted them."""
-
-    a: np.ndarray
-    b: np.ndarray
-    score: np.ndarray
-    kind: np.ndarray
-
-    @classmethod
-    def empty(cls) -> Edges:
-        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.uint8))
-
-    def __len__(self) -> int:
-        return int(self.a.shape[0])
-
-    @classmethod
-    def buffer(cls, num_docs: int, kind: int) -> Edges:
-        """Room for the edges a linking kernel can accept among ``num_docs`` documents (a forest)."""
-        size = max(num_docs - 1, 1)
-        return cls(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float32),
-                   np.full(size, kind, np.uint8))
-
-    def head(self, count: int) -> Edges:
-        """The first ``count`` edges, as compact copies."""
-        return Edges(self.a[:count].copy(), self.b[:count].copy(), self.score[:count].copy(),
-                     self.kind[:count].copy())
-
-    @staticmethod
-    def concat(parts: list[Edges]) -> Edges:
-        if not parts:
-            return Edges.empty()
-        return Edges(
-            np.concatenate([p.a for p in parts]),
-            np.concatenate([p.b for p in parts]),
-            np.concatenate([p.score for p in parts]),
-            np.concatenate([p.kind for p in parts]),
-        )
 
 
 def _mapped_array(shape: tuple[int, int], dtype: type) -> np.ndarray:
@@ -105,6 +64,18 @@ class MinHashLSHStage:
                        self.a_, self.b_, out)
         self._chunks.append(out)
         self._rows.append(global_index.astype(np.int64))
+
+    def process(self, batch: StreamBatch) -> None:
+        """Sign the batch documents that still need features."""
+        docs = batch.feature_docs
+        self.sign(batch.tokens, docs, batch.index[docs])
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Band, bucket, verify and link; the funnel numbers of the ``lsh`` row."""
+        edges = self.link(ctx.union_find.parent_)
+        details = self.stats()
+        return Decision(edges, docs_in=self.num_signed, pairs_in=details["pairs_proposed"],
+                        pairs_out=details["pairs_accepted"], details=details)
 
     def link(self, parent: np.ndarray) -> Edges:
         """Band, bucket, verify and union; returns the accepted edges (kind 1)."""

@@ -27,7 +27,8 @@ from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.sph.blocking import hamming_candidates
 from semhash_llm.sph.hyperplanes import as_words
-from semhash_llm.stages.near import Edges, MinHashLSHStage
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.near import MinHashLSHStage
 
 __all__ = ["SPHStage", "SPH_EDGE_KIND"]
 
@@ -54,6 +55,20 @@ class SPHStage:
         t0 = time.perf_counter()
         self._codes.append(self.sph_.codes(texts))
         self.encode_seconds_ += time.perf_counter() - t0
+
+    def process(self, batch: StreamBatch) -> None:
+        """Codes of the batch documents that still need features (the rows MinHash signs)."""
+        self.encode([batch.texts[j] for j in batch.feature_docs.tolist()])
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Hamming blocking over cluster representatives, confirmed by MinHash Jaccard."""
+        near = ctx.stages.get("lsh")
+        if not isinstance(near, MinHashLSHStage):
+            raise RuntimeError("the SPH stage confirms its pairs with MinHash signatures: run it after the lsh stage")
+        edges = self.link(near, ctx.union_find.parent_)
+        # Documents in: the clusters whose representative's code enters the Hamming search.
+        return Decision(edges, docs_in=int(self.details_.get("codes_blocked", 0)), pairs_in=int(self.details_.get("pairs_proposed", 0)),
+                        pairs_out=len(edges), details=dict(self.details_))
 
     def link(self, near: MinHashLSHStage, parent: np.ndarray) -> Edges:
         """Propose pairs within the Hamming radius, confirm them by Jaccard estimate, union."""

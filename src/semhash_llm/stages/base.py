@@ -1,0 +1,138 @@
+"""The one stage protocol every box of the cascade follows.
+
+A stage has a name (the one the funnel, ``--no-<name>`` and ``--only`` use) and two methods:
+
+* :meth:`Stage.process` — what it computes while the input streams: it sees each
+  :class:`StreamBatch` (original texts, tokens and digests, per-document status) and keeps
+  only fixed-size features (a digest, a signature, a code), never the text. A stage may
+  *claim* documents (clear their ``featured`` bit): later stages then compute no features
+  for them — the Bloom stage claims its hits, which skip MinHash and SPH;
+* :meth:`Stage.decide` — what it decides after the stream: it links its accepted pairs into
+  the shared union-find of :class:`DecideContext` and returns them as a :class:`Decision`
+  (edges with their kind and score, the documents and pairs it saw, its report details, and
+  the documents it claimed wrongly, which later stages must featurize after all).
+
+The cascade (:mod:`semhash_llm.cascade`) is a loop over the configured stages; it times
+both halves, records peak memory and turns each decision into the stage's funnel row the
+same way for every stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from semhash_llm.sketch.unionfind import UnionFind
+from semhash_llm.text.tokenize import TokenizedBatch
+
+__all__ = ["DocStatus", "Edges", "StreamBatch", "DecideContext", "Decision", "Stage"]
+
+
+class DocStatus:
+    """Per-document status codes."""
+
+    OK = 0
+    SKIPPED = 1  # bad record, skipped with on_error='skip'
+    NO_TOKENS = 2  # only punctuation/symbols/emoji: exact duplicates only, no near-duplicate features
+
+
+@dataclass
+class Edges:
+    """Accepted pairs: global document indices, score, and the stage kind that accepted them."""
+
+    a: np.ndarray
+    b: np.ndarray
+    score: np.ndarray
+    kind: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Edges:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.uint8))
+
+    def __len__(self) -> int:
+        return int(self.a.shape[0])
+
+    @classmethod
+    def buffer(cls, num_docs: int, kind: int) -> Edges:
+        """Room for the edges a linking kernel can accept among ``num_docs`` documents (a forest)."""
+        size = max(num_docs - 1, 1)
+        return cls(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float32),
+                   np.full(size, kind, np.uint8))
+
+    def head(self, count: int) -> Edges:
+        """The first ``count`` edges, as compact copies."""
+        return Edges(self.a[:count].copy(), self.b[:count].copy(), self.score[:count].copy(),
+                     self.kind[:count].copy())
+
+    @staticmethod
+    def concat(parts: list[Edges]) -> Edges:
+        if not parts:
+            return Edges.empty()
+        return Edges(
+            np.concatenate([p.a for p in parts]),
+            np.concatenate([p.b for p in parts]),
+            np.concatenate([p.score for p in parts]),
+            np.concatenate([p.kind for p in parts]),
+        )
+
+
+@dataclass
+class StreamBatch:
+    """One batch of the stream, as every stage's :meth:`Stage.process` sees it.
+
+    ``index[j]`` is the global document index (input order) of local document ``j``. The
+    ``featured`` mask starts as "has tokens" and is narrowed by stages that claim documents.
+    """
+
+    index: np.ndarray
+    texts: list[str]
+    tokens: TokenizedBatch
+    status: np.ndarray
+    featured: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.index.shape[0])
+
+    @property
+    def feature_docs(self) -> np.ndarray:
+        """Local indices of the documents that still need features, in input order."""
+        return np.flatnonzero(self.featured)
+
+
+@dataclass
+class DecideContext:
+    """What a stage's :meth:`Stage.decide` may read and write after the stream."""
+
+    num_docs: int
+    status: np.ndarray
+    union_find: UnionFind
+    stages: dict[str, Stage]
+
+
+@dataclass
+class Decision:
+    """What a stage decided: its accepted edges (already linked) and its funnel numbers."""
+
+    edges: Edges
+    docs_in: int
+    pairs_in: int = 0
+    pairs_out: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+    refeature: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """A cascade stage: features while streaming, decisions after."""
+
+    name: str
+
+    def process(self, batch: StreamBatch) -> None:
+        """Compute and keep this stage's features of a batch (and claim documents, if it does)."""
+        ...
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Link the accepted pairs into ``ctx.union_find``; return them with the funnel numbers."""
+        ...
