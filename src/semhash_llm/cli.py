@@ -72,7 +72,7 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bloom-fp-rate", dest="bloom.fp_rate", type=float)
     g.add_argument("--expected-documents", dest="bloom.expected_documents", type=int)
     g = p.add_argument_group("MinHash LSH")
-    g.add_argument("--no-minhash", dest="minhash.enabled", action="store_const", const=False, help="turn MinHash LSH off")
+    g.add_argument("--no-lsh", "--no-minhash", dest="minhash.enabled", action="store_const", const=False, help="turn MinHash LSH off")
     g.add_argument("--threshold", dest="minhash.threshold", type=float, help="Jaccard threshold")
     g.add_argument("--num-perm", dest="minhash.num_perm", type=int)
     g.add_argument("--num-bands", dest="minhash.num_bands", type=int)
@@ -95,6 +95,9 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", dest="output.format", choices=["parquet", "jsonl"], help="format of the kept output")
     g.add_argument("--no-kept", dest="output.write_kept", action="store_const", const=False,
                    help="write only documents.parquet and report.json")
+    p.add_argument("--only", metavar="STAGES",
+                   help="run only these stages, by their funnel names, comma-separated (see `semhash-llm stages`); "
+                        "--only bloom,lsh is the lexical path the speed benchmark compares with the peers")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _append_config_defaults(p)
 
@@ -123,7 +126,34 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
         if "." in key and value is not None:
             section, name = key.split(".", 1)
             overrides.setdefault(section, {})[name] = value
+    if getattr(args, "only", None):
+        for section, enabled in _only_sections(args.only).items():
+            if not enabled:
+                overrides.setdefault(section, {})["enabled"] = False
     return cfg.with_overrides(overrides, source="command-line flags") if overrides else cfg
+
+
+def _only_sections(only: str) -> dict[str, bool]:
+    """``--only a,b``: config section → enabled, for every stage of the cascade."""
+    from semhash_llm.cascade import STAGES
+
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    known = [info.name for info in STAGES]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ConfigError(f"The 'only' parameter must be a comma-separated list of stage names among "
+                          f"{', '.join(known)}. Got {only!r} instead. `semhash-llm stages` lists them.")
+    return {info.section: info.name in names for info in STAGES}
+
+
+def _cmd_stages(args: argparse.Namespace) -> int:
+    from semhash_llm.cascade import STAGES
+
+    defaults = PipelineConfig()
+    for info in STAGES:
+        on = "on " if getattr(defaults, info.section).enabled else "off"
+        print(f"{info.name:<8} {on}  [{info.section}]  {info.summary}")
+    return 0
 
 
 def _print_summary(report: dict[str, Any], out: Path) -> None:
@@ -228,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dedup", help="deduplicate files and write documents.parquet, kept.*, report.json")
     _add_dedup_arguments(p)
     p.set_defaults(func=_cmd_dedup)
+    p = sub.add_parser("stages", help="list the cascade's stages, in order, one line each")
+    p.set_defaults(func=_cmd_stages)
     p = sub.add_parser("sample-corpus", help="build an offline sample corpus with planted duplicates")
     p.add_argument("output", help="directory to write sample.jsonl and sample.truth.json into")
     p.add_argument("--seed", type=int, default=0)

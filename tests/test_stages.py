@@ -1,0 +1,103 @@
+"""The one stage protocol: every stage is an object the cascade loops over; --only / --no-<stage> / `stages`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import make_corpus, write_jsonl
+
+from semhash_llm import cascade as cascade_mod
+from semhash_llm.api import deduplicate
+from semhash_llm.cascade import STAGES, StageInfo, configured_stages
+from semhash_llm.cli import main
+from semhash_llm.config import ConfigError, PipelineConfig
+from semhash_llm.select import EDGE_KINDS
+from semhash_llm.stages.base import DecideContext, Decision, Edges, Stage, StreamBatch
+
+
+def test_every_configured_stage_follows_the_protocol() -> None:
+    stages = configured_stages(PipelineConfig())
+    assert [s.name for s in stages] == [info.name for info in STAGES] == ["bloom", "lsh", "sph"]
+    assert all(isinstance(s, Stage) for s in stages)
+
+
+def _funnel(tmp_path: Path, *flags: str) -> list[str]:
+    records, _ = make_corpus()
+    path = write_jsonl(tmp_path / "c.jsonl", records)
+    out = tmp_path / ("o" + "".join(f.replace("-", "_").replace(",", "_") for f in flags))
+    assert main(["dedup", str(path), "-o", str(out), "--no-progress", *flags]) == 0
+    return [row["stage"] for row in json.loads((out / "report.json").read_text())["funnel"]]
+
+
+def test_only_and_no_stage_flags_shape_the_cascade(tmp_path: Path) -> None:
+    assert _funnel(tmp_path) == ["read", "bloom", "lsh", "sph", "select", "write"]
+    assert _funnel(tmp_path, "--only", "bloom,lsh") == ["read", "bloom", "lsh", "select", "write"]
+    assert _funnel(tmp_path, "--no-sph") == ["read", "bloom", "lsh", "select", "write"]
+    assert _funnel(tmp_path, "--no-lsh", "--no-sph") == ["read", "bloom", "select", "write"]
+    assert _funnel(tmp_path, "--only", "bloom") == ["read", "bloom", "select", "write"]
+
+
+def test_only_names_unknown_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", make_corpus()[0])
+    assert main(["dedup", str(path), "-o", str(tmp_path / "o"), "--only", "bloom,verifier"]) == 2
+    err = capsys.readouterr().err
+    assert "'only' parameter" in err and "bloom, lsh, sph" in err and "'bloom,verifier'" in err
+
+
+def test_stages_command_lists_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stages"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["bloom", "lsh", "sph"]
+    assert all(" on " in ln for ln in lines)
+
+
+class _LengthTwins:
+    """A toy stage: links documents of exactly equal length (to show a new stage needs no cascade change)."""
+
+    name = "twins"
+
+    def __init__(self) -> None:
+        self.index: list[np.ndarray] = []
+        self.length: list[np.ndarray] = []
+
+    def process(self, batch: StreamBatch) -> None:
+        docs = batch.feature_docs
+        self.index.append(batch.index[docs])
+        self.length.append(np.array([len(batch.texts[j]) for j in docs.tolist()], dtype=np.int64))
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        index, length = np.concatenate(self.index), np.concatenate(self.length)
+        first: dict[int, int] = {}
+        a, b = [], []
+        for i, n in zip(index.tolist(), length.tolist()):
+            j = first.setdefault(n, i)
+            if j != i and ctx.union_find.union(i, j):
+                a.append(i)
+                b.append(j)
+        edges = Edges(np.array(a, np.int64), np.array(b, np.int64), np.ones(len(a), np.float32),
+                      np.full(len(a), 1, np.uint8))
+        return Decision(edges, docs_in=int(index.size), pairs_in=len(a), pairs_out=len(a))
+
+
+def test_a_new_stage_plugs_into_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cascade_mod, "STAGES", (StageInfo("twins", "bloom", "toy", lambda cfg: _LengthTwins()),))
+    records = [{"id": "a", "text": "x" * 10 + " one"}, {"id": "b", "text": "y" * 10 + " two"},
+               {"id": "c", "text": "a different length"}]
+    result = deduplicate(records, PipelineConfig.from_dict({"select": {"keep": "first"}}))
+    rows = {r["id"]: r for r in result.documents.to_pylist()}
+    assert rows["b"]["action"] == "remove" and rows["b"]["duplicate_of"] == "a"
+    assert rows["b"]["decided_by"] == EDGE_KINDS[1][1]
+    funnel = {row["stage"]: row for row in result.report["funnel"]}
+    assert list(funnel) == ["read", "twins", "select"]
+    assert funnel["twins"]["docs_in"] == 3 and funnel["twins"]["docs_removed"] == 1
+
+
+def test_only_is_validated_before_anything_runs() -> None:
+    from semhash_llm.cli import _only_sections
+
+    with pytest.raises(ConfigError):
+        _only_sections(",")
+    assert _only_sections("bloom,lsh") == {"bloom": True, "minhash": True, "sph": False}
