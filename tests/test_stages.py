@@ -15,7 +15,8 @@ from semhash_llm.cascade import STAGES, StageInfo, configured_stages
 from semhash_llm.cli import main
 from semhash_llm.config import ConfigError, PipelineConfig
 from semhash_llm.select import EDGE_KINDS
-from semhash_llm.stages.base import DecideContext, Decision, Edges, Stage, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, Stage, StreamBatch
+from semhash_llm.text.spans import remove_spans
 
 
 def test_every_configured_stage_follows_the_protocol() -> None:
@@ -101,3 +102,50 @@ def test_only_is_validated_before_anything_runs() -> None:
     with pytest.raises(ConfigError):
         _only_sections(",")
     assert _only_sections("bloom,lsh") == {"bloom": True, "minhash": True, "sph": False}
+
+
+class _Directed:
+    """A toy stage: document 0 is contained in document 1, and 'CUT' is cut from every document that has it."""
+
+    name = "directed"
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+
+    def process(self, batch: StreamBatch) -> None:
+        for j in batch.feature_docs.tolist():
+            self.texts[int(batch.index[j])] = batch.texts[j]
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        ctx.union_find.union(0, 1)
+        edges = Edges(np.array([0]), np.array([1]), np.array([0.9], np.float32), np.array([3], np.uint8))
+        docs = [d for d, t in sorted(self.texts.items()) if "CUT" in t]
+        starts = [self.texts[d].index("CUT") for d in docs]
+        frags = Fragments(np.array(docs, np.int64), np.array(starts, np.int64), np.array(starts, np.int64) + 3)
+        return Decision(edges, docs_in=len(self.texts), children=np.array([0]), fragments=frags)
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_directed_edges_and_fragments_reach_the_output(monkeypatch: pytest.MonkeyPatch, keep: str) -> None:
+    monkeypatch.setattr(cascade_mod, "STAGES", (StageInfo("directed", "bloom", "toy", lambda cfg: _Directed()),))
+    records = [{"id": "child", "text": "a long child text CUT that is longer than its parent, oddly"},
+               {"id": "parent", "text": "the parent CUT"}, {"id": "host", "text": "a host with CUT inside"}]
+    result = deduplicate(records, PipelineConfig.from_dict({"select": {"keep": keep}}))
+    rows = {r["id"]: r for r in result.documents.to_pylist()}
+    # Whatever the policy, the child is removed and the parent kept.
+    assert rows["child"]["action"] == "remove" and rows["child"]["duplicate_of"] == "parent"
+    assert (rows["child"]["relation"], rows["child"]["decided_by"]) == ("contained_in", "passages")
+    assert rows["parent"]["action"] == "keep"
+    # Fragments are reported for kept documents only, and cut from their kept text.
+    assert rows["child"]["fragments"] == []
+    assert rows["parent"]["fragments"] == [[11, 14]] and rows["host"]["fragments"] == [[12, 15]]
+    kept = {r["id"]: r["text"] for r in result.selected}
+    assert kept == {"parent": "the parent ", "host": "a host with  inside"}
+
+
+def test_remove_spans_round_trips() -> None:
+    text = "0123456789"
+    assert remove_spans(text, [(2, 4), (3, 6), (8, 10)]) == "0167"
+    assert remove_spans(text, []) == text
+    with pytest.raises(ValueError, match="outside"):
+        remove_spans(text, [(5, 11)])

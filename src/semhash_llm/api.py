@@ -24,6 +24,7 @@ from semhash_llm.config import PipelineConfig
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
+from semhash_llm.text.spans import remove_spans
 
 __all__ = ["DedupResult", "Deduplicator", "deduplicate"]
 
@@ -188,8 +189,10 @@ class Deduplicator:
                 kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ident
             if self.progress:
                 self.progress("write", 0, int(mask.sum()))
+            cuts = {(int(state.file_index[d]), int(state.ordinal[d])): spans for d, spans in state.cuts().items()}
             kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,
-                                              cfg.output.compression_level)
+                                              cfg.output.compression_level, cuts=cuts,
+                                              text_field=cfg.reader.text_field)
             _check_kept_rows(kept_path, kept_rows, table)
             if self.progress:
                 self.progress("write", kept_rows, int(mask.sum()))
@@ -214,7 +217,13 @@ class Deduplicator:
         source = MemorySource(records, self.config.reader)
         state = self._run(source)
         report = build_report(state, self.config, ["<records>"], source=source)
-        return DedupResult(documents=state.documents_table(), report=report, records=source.items)
+        items = source.items
+        field = self.config.reader.text_field
+        cuts = state.cuts()
+        if cuts:  # kept records carry their text without the viral fragments, as kept.parquet does
+            items = [{**r, field: remove_spans(str(r[field]), cuts[i])} if i in cuts else r
+                     for i, r in enumerate(items)]
+        return DedupResult(documents=state.documents_table(), report=report, records=items)
 
 
 def deduplicate(

@@ -27,7 +27,7 @@ from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
 from semhash_llm.select import EDGE_KINDS, Selection, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
-from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Stage, StreamBatch
+from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Fragments, Stage, StreamBatch
 from semhash_llm.stages.exact import BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.semantic import SPHStage
@@ -107,6 +107,7 @@ class CascadeState:
     lengths: np.ndarray
     skip_reasons: dict[int, str]
     selection: Selection
+    fragments: Fragments
     funnel: list[StageStats]
     source_names: list[str]
     seconds: float
@@ -155,13 +156,27 @@ class CascadeState:
                 "cluster_id": pc.if_else(pa.array(in_cluster), keeper_ids, null_str),
                 "score": pa.array(score, pa.float64(), mask=~is_dup),
                 "decided_by": decided,
-                "fragments": pa.ListArray.from_arrays(
-                    pa.array(np.zeros(n + 1, dtype=np.int32)),
-                    pa.array([], pa.list_(pa.int64(), 2)),
-                ),
+                "fragments": self._fragments_column(),
                 "skip_reason": pa.array(reasons, pa.string()),
             }
         )
+
+    def _fragments_column(self) -> pa.Array:
+        """``fragments``: a list of ``[start, end]`` spans per document (empty for most)."""
+        n = self.num_documents
+        fr = self.fragments
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(np.bincount(fr.doc, minlength=n), out=offsets[1:])
+        spans = pa.FixedSizeListArray.from_arrays(pa.array(np.stack([fr.start, fr.end], axis=1).reshape(-1)
+                                                           if len(fr) else np.empty(0, np.int64)), 2)
+        return pa.ListArray.from_arrays(pa.array(offsets), spans.cast(pa.list_(pa.int64(), 2)))
+
+    def cuts(self) -> dict[int, list[tuple[int, int]]]:
+        """Document index → the spans cut from its kept text."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for d, a, b in zip(self.fragments.doc.tolist(), self.fragments.start.tolist(), self.fragments.end.tolist()):
+            out.setdefault(d, []).append((a, b))
+        return out
 
     def kept_mask(self) -> np.ndarray:
         """True for documents that are written to the kept output."""
@@ -263,6 +278,8 @@ class Cascade:
         # ---- after the stream: every stage decides, in order, into one union-find
         ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages})
         edge_parts: list[Edges] = []
+        fragment_parts: list[Fragments] = []
+        children = np.zeros(n, dtype=np.bool_)
         for i, stage in enumerate(stages):
             t1 = time.perf_counter()
             decision = stage.decide(ctx)
@@ -281,6 +298,8 @@ class Cascade:
             row.details = {"stream_seconds": round(stream_seconds[stage.name], 4), **decision.details}
             row.peak_rss_mb = peak_rss_mb()
             edge_parts.append(decision.edges)
+            fragment_parts.append(decision.fragments)
+            children[decision.children] = True
             self._tick(stage.name, n, n)
 
         # ---- cluster and select
@@ -288,7 +307,10 @@ class Cascade:
         edges = Edges.concat(edge_parts)
         roots = ctx.union_find.roots()
         selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
-                                     prios.view(), cfg.select)
+                                     prios.view(), cfg.select, children)
+        fragments = Fragments.concat(fragment_parts)
+        survives = selection.keeper[fragments.doc] == fragments.doc  # cuts apply to kept documents only
+        fragments = Fragments(fragments.doc[survives], fragments.start[survives], fragments.end[survives])
         st_select = StageStats("select", docs_in=n)
         removed = int(np.count_nonzero(selection.keeper != np.arange(n)))
         st_select.docs_removed = removed
@@ -303,7 +325,7 @@ class Cascade:
         funnel = [read, *(rows[st.name] for st in stages), st_select]
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
-            lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection,
+            lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection, fragments=fragments,
             funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
         )
 

@@ -23,6 +23,7 @@ EDGE_KINDS: dict[int, tuple[str, str]] = {
     0: ("exact", "bloom"),
     1: ("near_duplicate", "lsh"),
     2: ("near_duplicate", "sph"),
+    3: ("contained_in", "passages"),
 }
 
 
@@ -91,23 +92,27 @@ def select_survivors(
     lengths: np.ndarray,
     priorities: np.ndarray,
     config: SelectConfig,
+    children: np.ndarray | None = None,
 ) -> Selection:
     """Pick one survivor per cluster by the keep policy and describe every removal.
 
     ``roots`` is the union-find root of every document; ``edges_*`` the accepted pairs that
-    merged clusters (a spanning forest).
+    merged clusters (a spanning forest). ``children`` (bool per document) marks documents
+    contained in another: whatever the policy, a cluster's survivor is one that is not a
+    child when it has one, so a child never survives its parent.
     """
     n = roots.shape[0]
     index = np.arange(n, dtype=np.int64)
+    child = np.zeros(n, np.int8) if children is None else children.astype(np.int8)
     if config.keep == "first":
-        order = np.lexsort((index, roots))
+        order = np.lexsort((index, child, roots))
     elif config.keep == "longest":
-        order = np.lexsort((index, -lengths.astype(np.int64), roots))
+        order = np.lexsort((index, -lengths.astype(np.int64), child, roots))
     else:
         key = priorities.astype(np.float64)
         key = -key if config.priority_order == "desc" else key.copy()
         key[np.isnan(key)] = np.inf  # missing values rank last
-        order = np.lexsort((index, key, roots))
+        order = np.lexsort((index, key, child, roots))
     sorted_roots = roots[order]
     starts = np.flatnonzero(np.r_[True, sorted_roots[1:] != sorted_roots[:-1]])
     sizes = np.diff(np.r_[starts, n])

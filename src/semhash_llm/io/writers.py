@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from semhash_llm.io.readers import InputError
 from semhash_llm.io.sources import Source
+from semhash_llm.text.spans import remove_spans
 
 __all__ = ["atomic_path", "write_documents", "write_kept", "write_json"]
 
@@ -59,7 +60,12 @@ def write_documents(path: Path, table: pa.Table, compression_level: int = 3) -> 
         pq.write_table(table, tmp, compression="zstd", compression_level=compression_level)
 
 
-def _kept_records(source: Source, kept: dict[int, dict[int, str]], id_field: str) -> Iterator[dict[str, Any]]:
+Cuts = dict[tuple[int, int], list[tuple[int, int]]]
+"""(file index, ordinal) → fragment spans to cut from that kept record's text."""
+
+
+def _kept_records(source: Source, kept: dict[int, dict[int, str]], id_field: str,
+                  cuts: Cuts | None = None, text_field: str = "text") -> Iterator[dict[str, Any]]:
     """The kept records, re-read from ``source``; every one the first pass kept, or an error.
 
     A kept record that is missing, can no longer be parsed, or carries another id than in the
@@ -89,6 +95,11 @@ def _kept_records(source: Source, kept: dict[int, dict[int, str]], id_field: str
                     line=ordinal, field_name=id_field, unit=f.unit)
             if value is None or not isinstance(value, str):
                 rec = {id_field: ident, **{k: v for k, v in rec.items() if k != id_field}}
+            spans = cuts.get((fi, ordinal)) if cuts else None
+            if spans:
+                text = rec[text_field]
+                text = text.decode("utf-8") if isinstance(text, (bytes, bytearray)) else str(text)
+                rec = {**rec, text_field: remove_spans(text, spans)}
             yield rec
             next_wanted = next(expected, None)
         if next_wanted is not None:
@@ -116,18 +127,21 @@ def write_kept(
     fmt: str,
     compression_level: int = 3,
     batch_rows: int = 8192,
+    cuts: Cuts | None = None,
+    text_field: str = "text",
 ) -> tuple[Path, int]:
     """Write the kept records (all their fields; the id filled in where it was derived).
 
     ``kept`` maps file index → {ordinal: id}. Returns the path written and the row count,
     which always equals the number of documents in ``kept``: a record that cannot be re-read
-    raises :class:`InputError` and no kept file is left in place.
+    raises :class:`InputError` and no kept file is left in place. ``cuts`` removes viral
+    fragments from the ``text_field`` of the records it names.
     """
     rows = 0
     if fmt == "jsonl":
         final = out_dir / "kept.jsonl"
         with atomic_path(final) as tmp, open(tmp, "wb") as fh:
-            for rec in _kept_records(source, kept, id_field):
+            for rec in _kept_records(source, kept, id_field, cuts, text_field):
                 fh.write(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
                 rows += 1
             _check_count(rows, kept)
@@ -160,7 +174,7 @@ def write_kept(
             buf.clear()
 
         try:
-            for rec in _kept_records(source, kept, id_field):
+            for rec in _kept_records(source, kept, id_field, cuts, text_field):
                 buf.append(rec)
                 if len(buf) >= batch_rows:
                     flush()

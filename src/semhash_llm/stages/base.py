@@ -27,7 +27,7 @@ import numpy as np
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["DocStatus", "Edges", "StreamBatch", "DecideContext", "Decision", "Stage"]
+__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage"]
 
 
 class DocStatus:
@@ -79,6 +79,33 @@ class Edges:
 
 
 @dataclass
+class Fragments:
+    """Character spans ``[start, end)`` cut from kept documents (code points of the original text)."""
+
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Fragments:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+
+    def __len__(self) -> int:
+        return int(self.doc.shape[0])
+
+    @staticmethod
+    def concat(parts: list[Fragments]) -> Fragments:
+        """All spans, sorted by document then start."""
+        if not parts:
+            return Fragments.empty()
+        doc = np.concatenate([p.doc for p in parts])
+        start = np.concatenate([p.start for p in parts])
+        end = np.concatenate([p.end for p in parts])
+        order = np.lexsort((end, start, doc))
+        return Fragments(doc[order], start[order], end[order])
+
+
+@dataclass
 class StreamBatch:
     """One batch of the stream, as every stage's :meth:`Stage.process` sees it.
 
@@ -121,6 +148,10 @@ class Decision:
     pairs_out: int = 0
     details: dict[str, Any] = field(default_factory=dict)
     refeature: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    children: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    """Documents that are contained in another one (directed edges: a child never survives its parent)."""
+    fragments: Fragments = field(default_factory=Fragments.empty)
+    """Spans to cut from documents that stay (viral fragments); dropped for documents removed."""
 
 
 @runtime_checkable
