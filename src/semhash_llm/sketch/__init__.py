@@ -1,10 +1,15 @@
-"""Pure hashing kernels, free of I/O: Bloom filter, MinHash, LSH banding, union-find."""
+"""Pure hashing kernels, free of I/O: Bloom filter, MinHash, LSH banding, union-find.
+
+The one exception is ``spill``: key occurrences counted with bounded memory, spilling sorted
+runs to a temporary directory.
+"""
 
 from __future__ import annotations
 
 from semhash_llm.sketch.bloom import BloomFilter, ScalableBloomFilter, bloom_parameters
 from semhash_llm.sketch.lsh import lsh_probability, optimal_lsh_params
 from semhash_llm.sketch.minhash import MinHash, jaccard_estimate, minhash_permutations
+from semhash_llm.sketch.spill import KeyCountStats, KeyGroups, KeyOccurrences
 from semhash_llm.sketch.unionfind import UnionFind
 
 __all__ = [
@@ -17,4 +22,7 @@ __all__ = [
     "jaccard_estimate",
     "minhash_permutations",
     "UnionFind",
+    "KeyOccurrences",
+    "KeyGroups",
+    "KeyCountStats",
 ]
