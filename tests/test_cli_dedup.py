@@ -55,8 +55,8 @@ def test_exact_and_near_duplicates_found(corpus, tmp_path: Path, capsys) -> None
     assert kept[0]["text"] == records[0]["text"]  # the original text, not the normalized one
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["removed"] == len(truth)
-    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "lsh", "sph", "select", "write"]
-    for row in report["funnel"][1:4]:  # every stage's row is recorded the same way
+    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "lsh", "sph", "passages", "select", "write"]
+    for row in report["funnel"][1:5]:  # every stage's row is recorded the same way
         assert {"docs_in", "docs_out", "docs_removed", "pairs_in", "pairs_out", "seconds", "peak_rss_mb"} <= set(row)
         assert row["docs_out"] == row["docs_in"] - row["docs_removed"]
         assert "stream_seconds" in row["details"]

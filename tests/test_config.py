@@ -80,3 +80,16 @@ def test_flag_help_states_the_config_defaults() -> None:
     assert checked >= 20
     radius = next(a for a in dedup._actions if a.dest == "sph.radius")
     assert f"(default: {defaults.sph.radius})" in (radius.help or "")
+
+
+def test_passage_flags_set_the_passage_section() -> None:
+    args = build_parser().parse_args(["dedup", "x", "-o", "o", "--fragment-min-docs", "7", "--fragment-keep", "longest",
+                                      "--fragment-min-words", "12", "--max-cut-share", "0.3", "--containment", "0.9",
+                                      "--passage-memory-mb", "64"])
+    p = config_from_args(args).passages
+    assert (p.fragment_min_docs, p.fragment_keep, p.fragment_min_words, p.max_cut_share, p.containment,
+            p.memory_budget_mb) == (7, "longest", 12, 0.3, 0.9, 64)
+    off = config_from_args(build_parser().parse_args(["dedup", "x", "-o", "o", "--no-passages"]))
+    assert off.passages.enabled is False and PipelineConfig().passages.enabled is True
+    with pytest.raises(ConfigError, match="fragment_keep"):
+        PipelineConfig.from_dict({"passages": {"fragment_keep": "last"}})

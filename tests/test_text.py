@@ -6,9 +6,8 @@ import numpy as np
 
 from semhash_llm.config import NormalizeConfig, ShingleConfig
 from semhash_llm.text import normalize, shingle_hashes, tokens
-from semhash_llm.text.normalize import normalize_batch
+from semhash_llm.text.normalize import CharClass, char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
-from semhash_llm.text.normalize import CharClass, char_classes
 
 
 def test_nfkc_and_case_folding() -> None:

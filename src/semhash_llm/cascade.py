@@ -30,6 +30,7 @@ from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Fragments, Stage, StreamBatch
 from semhash_llm.stages.exact import BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
+from semhash_llm.stages.passages import PassageStage
 from semhash_llm.stages.semantic import SPHStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
@@ -200,6 +201,8 @@ STAGES: tuple[StageInfo, ...] = (
               lambda cfg: MinHashLSHStage(cfg.minhash)),
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
+    StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
+              "(a passage in many documents is cut from all but one)", lambda cfg: PassageStage(cfg.passages)),
 )
 """Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
 
@@ -276,7 +279,12 @@ class Cascade:
         }
 
         # ---- after the stream: every stage decides, in order, into one union-find
-        ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages})
+        def read_texts(docs: np.ndarray) -> list[str]:
+            index, texts = self._read_texts(source, docs, file_index.view(), ordinal.view(), "check candidate pairs on their text")
+            pos = {d: k for k, d in enumerate(index.tolist())}
+            return [texts[pos[d]] for d in np.asarray(docs, dtype=np.int64).tolist()]
+
+        ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages}, read_texts)
         edge_parts: list[Edges] = []
         fragment_parts: list[Fragments] = []
         children = np.zeros(n, dtype=np.bool_)
@@ -334,9 +342,20 @@ class Cascade:
         """Re-read ``docs`` from the source and let ``stages`` compute their features; the count."""
         if not stages:
             return 0
-        logger.info("re-reading %d document(s) for their features (Bloom false positives)", docs.size)
+        index, texts = self._read_texts(source, docs, file_index, ordinal, "repair Bloom false positives")
+        tb = tokenize_batch(normalize_batch(texts, self.config.normalize), classes, self.config.shingle)
+        st = status[index].copy()
+        batch = StreamBatch(index, texts, tb, st, st == DocStatus.OK)
+        for stage in stages:
+            stage.process(batch)
+        return int(index.size)
+
+    def _read_texts(self, source: Source, docs: np.ndarray, file_index: np.ndarray, ordinal: np.ndarray,
+                    why: str) -> tuple[np.ndarray, list[str]]:
+        """Re-read the texts of ``docs`` (distinct global indices) from the source: (sorted indices, texts)."""
+        logger.info("re-reading %d document(s) to %s", docs.size, why)
         wanted: dict[int, dict[int, int]] = {}
-        for d in docs.tolist():
+        for d in np.unique(np.asarray(docs, dtype=np.int64)).tolist():
             wanted.setdefault(int(file_index[d]), {})[int(ordinal[d])] = d
         got_docs: list[int] = []
         got_texts: list[str] = []
@@ -349,21 +368,16 @@ class Cascade:
                     continue
                 value = rec.get(text_field)
                 got_docs.append(d)
-                got_texts.append(value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value))
+                got_texts.append(value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else
+                                 "" if value is None else str(value))
                 found += 1
             if found != len(by_ord):
                 raise InputError(source.names[fi], f"{len(by_ord) - found} record(s) read in the first pass were "
-                                 "missing when re-read to repair Bloom false positives; the file changed during "
-                                 "the run. Run again on a file that does not change")
+                                 f"missing when re-read to {why}; the file changed during the run. Run again "
+                                 "on a file that does not change")
         order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
         index = np.asarray(got_docs, dtype=np.int64)[order]
-        texts = [got_texts[k] for k in order.tolist()]
-        tb = tokenize_batch(normalize_batch(texts, self.config.normalize), classes, self.config.shingle)
-        st = status[index].copy()
-        batch = StreamBatch(index, texts, tb, st, st == DocStatus.OK)
-        for stage in stages:
-            stage.process(batch)
-        return int(index.size)
+        return index, [got_texts[k] for k in order.tolist()]
 
 
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:

@@ -88,6 +88,21 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
                    help="Jaccard floor that confirms an SPH candidate")
     g.add_argument("--sph-model", dest="sph.student_path",
                    help="folder of a student trained by `semhash-llm train sph`")
+    g = p.add_argument_group("passages: containment (type D) and viral fragments (type E)")
+    g.add_argument("--no-passages", dest="passages.enabled", action="store_const", const=False,
+                   help="turn the passage stage off")
+    g.add_argument("--containment", dest="passages.containment", type=float,
+                   help="share of a document's passages found in a bigger one that makes it contained_in it")
+    g.add_argument("--fragment-min-docs", dest="passages.fragment_min_docs", type=int,
+                   help="k: a passage in at least k otherwise distinct documents is cut from all but one")
+    g.add_argument("--fragment-min-words", dest="passages.fragment_min_words", type=int,
+                   help="shortest passage (tokens) that is cut as a fragment")
+    g.add_argument("--fragment-keep", dest="passages.fragment_keep", choices=["first", "longest"],
+                   help="which occurrence of a fragment stays")
+    g.add_argument("--max-cut-share", dest="passages.max_cut_share", type=float,
+                   help="largest share of a document's characters that cuts may take; past it, it stays whole")
+    g.add_argument("--passage-memory-mb", dest="passages.memory_budget_mb", type=int,
+                   help="memory for passage keys before sorted runs spill to disk")
     g = p.add_argument_group("select and write")
     g.add_argument("--keep", dest="select.keep", choices=["first", "longest", "priority"])
     g.add_argument("--priority-field", dest="select.priority_field")

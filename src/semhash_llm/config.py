@@ -29,6 +29,7 @@ __all__ = [
     "ShingleConfig",
     "BloomConfig",
     "MinHashConfig",
+    "PassageConfig",
     "SelectConfig",
     "OutputConfig",
     "PipelineConfig",
@@ -223,6 +224,76 @@ class MinHashConfig:
 
 
 @dataclass(frozen=True)
+class PassageConfig:
+    """Passage granularity (types D and E): containment of one document in another, and viral fragments.
+
+    Every document is cut into passages (sentences grouped to at least ``min_words`` tokens;
+    sliding windows of ``window`` tokens where text has no clear boundaries), each with
+    code-point offsets into the original text, an exact key and near keys (so a changed
+    comma, case or typo still matches).
+
+    * **Containment** — a document whose passages are found in one bigger document for at
+      least ``containment`` of its passages (|A ∩ B| / |A|) is removed as ``contained_in``
+      it; the parent is kept whatever the keep policy. A document quoting a sentence or two
+      of another is not contained, and neither is a document with a block of its own: more
+      than ``max_novel_passages`` passages in a row found nowhere in the parent (one site's
+      template around another, shorter article). A child of fewer than ``short_child_passages`` passages
+      has no telling share: its candidates are re-read and it is contained only when its
+      shingle containment in the parent (:func:`semhash_llm.text.containment.shingle_containment`,
+      the smaller of character-4-gram and word-3-gram containment) is at least
+      ``short_containment``.
+    * **Viral fragments** — a passage of at least ``fragment_min_words`` tokens found in at
+      least ``fragment_min_docs`` otherwise distinct documents (one duplicate cluster counts
+      once) is cut from all of them but one (``fragment_keep``: the first document, or the
+      longest); the hosts stay. A document never loses more than ``max_cut_share`` of its
+      text: past that it is left whole and counted. Passages in ``boilerplate_min_docs`` documents or more are
+      counted as boilerplate in the report, apart from rarer viral passages.
+    * Keys are counted in sorted runs spilled to disk past ``memory_budget_mb``.
+    """
+
+    enabled: bool = True
+    min_words: int = 8
+    max_words: int = 64
+    window: int = 32
+    stride: int = 16
+    containment: float = 0.75
+    max_novel_passages: int = 2
+    max_novel_share: float = 0.1
+    short_child_passages: int = 3
+    short_containment: float = 0.8
+    max_group: int = 32
+    fragment_min_docs: int = 5
+    fragment_min_words: int = 8
+    fragment_keep: Literal["first", "longest"] = "first"
+    max_cut_share: float = 0.5
+    boilerplate_min_docs: int = 100
+    memory_budget_mb: int = 256
+
+    def __post_init__(self) -> None:
+        _check_bool("PassageConfig", "enabled", self.enabled)
+        _check_int("PassageConfig", "min_words", self.min_words, 1, 10_000)
+        _check_int("PassageConfig", "max_words", self.max_words, 2, 100_000)
+        _check_int("PassageConfig", "window", self.window, 4, 100_000)
+        _check_int("PassageConfig", "stride", self.stride, 1, 100_000)
+        if self.stride > self.window:
+            _fail("PassageConfig", "stride", f"an int <= window ({self.window})", self.stride)
+        if self.min_words > self.max_words:
+            _fail("PassageConfig", "min_words", f"an int <= max_words ({self.max_words})", self.min_words)
+        _check_float("PassageConfig", "containment", self.containment, 0.0, 1.0, lo_open=True)
+        _check_int("PassageConfig", "max_group", self.max_group, 2, 1_000_000)
+        _check_int("PassageConfig", "fragment_min_docs", self.fragment_min_docs, 2)
+        _check_int("PassageConfig", "fragment_min_words", self.fragment_min_words, 1)
+        _check_choice("PassageConfig", "fragment_keep", self.fragment_keep, ("first", "longest"))
+        _check_int("PassageConfig", "max_novel_passages", self.max_novel_passages, 0, 1_000_000)
+        _check_float("PassageConfig", "max_novel_share", self.max_novel_share, 0.0, 1.0)
+        _check_int("PassageConfig", "short_child_passages", self.short_child_passages, 1, 1_000)
+        _check_float("PassageConfig", "short_containment", self.short_containment, 0.0, 1.0, lo_open=True)
+        _check_float("PassageConfig", "max_cut_share", self.max_cut_share, 0.0, 1.0)
+        _check_int("PassageConfig", "boilerplate_min_docs", self.boilerplate_min_docs, 2)
+        _check_int("PassageConfig", "memory_budget_mb", self.memory_budget_mb, 1)
+
+
+@dataclass(frozen=True)
 class SelectConfig:
     """Which document of a duplicate cluster survives.
 
@@ -273,6 +344,7 @@ _SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "minhash": MinHashConfig,
     "sph": SPHConfig,
+    "passages": PassageConfig,
     "select": SelectConfig,
     "output": OutputConfig,
 }
@@ -292,6 +364,7 @@ class PipelineConfig:
     bloom: BloomConfig = field(default_factory=BloomConfig)
     minhash: MinHashConfig = field(default_factory=MinHashConfig)
     sph: SPHConfig = field(default_factory=SPHConfig)
+    passages: PassageConfig = field(default_factory=PassageConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

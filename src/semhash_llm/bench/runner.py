@@ -57,6 +57,7 @@ __all__ = [
 # switch → (component name, candidate PipelineConfig section names that hold an ``enabled`` flag)
 ABLATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sph": ("SPH", ("sph",)),
+    "passages": ("passages", ("passages",)),
     "aw": ("AW-MinHash", ("awminhash", "aw_minhash")),
     "mgfn": ("MGFN", ("mgfn", "verify", "verifier")),
     "judge": ("LLM judge", ("judge",)),

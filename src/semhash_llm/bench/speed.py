@@ -5,10 +5,10 @@ synthetic vocabulary) gets planted near duplicates (1-2% of the words edited) an
 spot (a document copied 10k times with a date line and a signature that vary). Every system
 then deduplicates the same texts in memory, in the same process, one after the other:
 
-* ``semhash-llm`` — :func:`semhash_llm.deduplicate`, the same job as the peers: Bloom exact
-  and MinHash LSH (128 permutations, word 5-grams, threshold 0.8, verified pairs), SPH off;
-* ``semhash-llm+sph`` — the same plus the SPH stage (student encoder, 64-bit codes, Hamming
-  blocking), i.e. the default cascade;
+* ``semhash-llm`` — :func:`semhash_llm.deduplicate`, the same job as the peers
+  (``--only bloom,lsh``): Bloom exact and MinHash LSH (128 permutations, word 5-grams,
+  threshold 0.8, verified pairs);
+* ``semhash-llm+sph`` — the full default cascade (the same plus SPH and the passage stage);
 * ``datasketch`` — ``MinHash(num_perm=128).update_batch`` over word 5-grams and
   ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
   returns a candidate);
@@ -163,7 +163,8 @@ def _run_semhash(texts: list[str]) -> np.ndarray:
     from semhash_llm import PipelineConfig, deduplicate
 
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
-    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, "sph": {"enabled": False}}))
+    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, "sph": {"enabled": False},
+                                                       "passages": {"enabled": False}}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"
 
 

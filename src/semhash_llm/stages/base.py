@@ -19,6 +19,7 @@ same way for every stage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -136,6 +137,10 @@ class DecideContext:
     status: np.ndarray
     union_find: UnionFind
     stages: dict[str, Stage]
+    read_texts: Callable[[np.ndarray], list[str]] | None = None
+    """Re-reads the original texts of the given documents from the source, in the order given
+    (for stages that check a few candidate pairs on the text itself); ``None`` where the
+    source cannot be read again."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import mmap
+
 import numpy as np
 
 from semhash_llm.config import MinHashConfig

@@ -1,0 +1,399 @@
+"""The passage stage: containment (type D) and viral fragments (type E).
+
+While the input streams, every document that reaches the feature stages is cut into
+passages (:func:`semhash_llm.text.passages.passages_batch`: sentences grouped to a minimum
+length, content-anchored windows where text has no boundaries), each with code-point
+offsets into the original text, an exact key and near keys. The keys go to two
+:class:`~semhash_llm.sketch.spill.KeyOccurrences` (sorted runs spilled to disk past the
+memory budget); per passage only its document, offsets and token count are kept.
+
+After the stream, in this order:
+
+1. **Containment.** Every key found in 2..``max_group`` documents proposes its pairs of
+   passages. A child passage is *found* in another document when an exact key matches, or
+   when at least ``MIN_NEAR_BANDS`` of its near keys (LSH bands) match *one* passage there:
+   one band alone collides too easily on low-entropy text, and bands gathered over the
+   hundreds of passages of a long page are chance, not a copy. A document whose passages
+   are found in one other, bigger document for at least ``containment`` of them is a
+   candidate child of it, unless:
+
+   * it has a block of its own — more than ``max_novel_passages`` prose passages in a row
+     (and more than ``max_novel_share`` of its passages) found nowhere in the parent: the
+     same site template around another, shorter article. Passages of fewer than
+     ``PROSE_TOKENS_PER_LINE`` tokens a line (menus, link lists) are not prose: its own
+     template is not content of its own, so they do not add to a run;
+   * it has fewer than ``short_child_passages`` passages and its text, re-read from the
+     source, is not contained in the parent's over shingles (the smaller of character
+     4-gram and word 3-gram containment, :mod:`semhash_llm.text.containment`, below
+     ``short_containment``): one sentence found near-exactly in a long page is as often a
+     lookalike or a word swap as a copy.
+
+   The best parent (highest share, then most passages) gets a directed edge child →
+   parent, ``relation=contained_in``; the parent is kept whatever the keep policy. A
+   document that quotes a sentence or two of another stays: its share is small.
+2. **Viral fragments.** Every exact key found in at least ``fragment_min_docs`` distinct
+   clusters (after containment, so a parent and its excerpts count once) with at least
+   ``fragment_min_words`` tokens is cut from every cluster but the one of its first
+   occurrence (``fragment_keep="longest"``: of its longest host). A document never loses
+   more than ``max_cut_share`` of its characters: past that it is left whole and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+
+import numba as nb
+import numpy as np
+
+from semhash_llm.config import PassageConfig
+from semhash_llm.sketch.spill import KeyGroups, KeyOccurrences
+from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch
+from semhash_llm.text.containment import shingle_containment
+from semhash_llm.text.passages import passages_batch
+
+__all__ = ["PassageStage", "CONTAINED_EDGE_KIND"]
+
+logger = logging.getLogger(__name__)
+
+CONTAINED_EDGE_KIND = 3
+MIN_NEAR_BANDS = 2
+PROSE_TOKENS_PER_LINE = 6
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_TAG_BITS = 5  # extras pack (passage id << 5) | tag: tag = near band, or _EXACT_TAG
+_EXACT_TAG = 31
+_SPACE = re.compile(r"\s*")
+
+
+@nb.njit(cache=True)
+def _group_pairs(offsets: np.ndarray, docs: np.ndarray, extras: np.ndarray, max_docs: int,
+                 out_pid: np.ndarray, out_other: np.ndarray, out_doc: np.ndarray, n_out: int) -> int:
+    """For every group of at most ``max_docs`` documents: (tagged passage, other passage's
+    tagged id, other document) records.
+
+    Returns the number of records written (``out`` grows by the caller when it would overflow:
+    the caller sizes it from the group sizes, so this never writes past the end).
+    """
+    for g in range(offsets.shape[0] - 1):
+        s = offsets[g]
+        e = offsets[g + 1]
+        distinct = 0
+        for i in range(s, e):
+            if i == s or docs[i] != docs[i - 1]:
+                distinct += 1
+        if distinct < 2 or distinct > max_docs:
+            continue
+        for i in range(s, e):
+            for j in range(s, e):
+                if docs[i] != docs[j]:
+                    out_pid[n_out] = extras[i]
+                    out_other[n_out] = extras[j]
+                    out_doc[n_out] = docs[j]
+                    n_out += 1
+    return n_out
+
+
+def _space_end(text: str, pos: int) -> int:
+    """The end of the whitespace run that starts at ``pos`` (``pos`` itself if none)."""
+    m = _SPACE.match(text, pos)
+    return m.end() if m is not None else pos
+
+
+def _longest_unfound_run(a: np.ndarray, b: np.ndarray, child: np.ndarray, other: np.ndarray, pid: np.ndarray,
+                         first_pid: np.ndarray, npass: np.ndarray, cum_prose: np.ndarray) -> np.ndarray:
+    """For each candidate (child ``a[k]``, parent ``b[k]``): the most prose passages of the
+    child between two passages found in the parent (or before the first, after the last).
+
+    ``(child, other, pid)`` lists every child passage found in another document, once;
+    ``cum_prose[p]`` counts the prose passages numbered below ``p``. Passages that are not
+    prose (menus, link lists) neither count nor end a run: a child's own template is not
+    content of its own.
+    """
+    if a.size == 0:
+        return np.zeros(0, np.int64)
+    n = max(int(npass.shape[0]), 1)
+    cand = a * n + b
+    rows = child * n + other
+    keep = np.isin(rows, cand)
+    rows, p = rows[keep], pid[keep]
+    order = np.lexsort((p, rows))
+    rows, p = rows[order], p[order]
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    ends = np.r_[starts[1:], rows.size] - 1
+    doc = rows[starts] // n
+    gap = np.empty(rows.size, np.int64)
+    gap[1:] = cum_prose[p[1:]] - cum_prose[p[:-1] + 1]  # prose passages strictly between two found ones
+    gap[starts] = cum_prose[p[starts]] - cum_prose[first_pid[doc]]  # before the first found passage
+    inner = np.maximum.reduceat(gap, starts)
+    tail = cum_prose[first_pid[doc] + npass[doc]] - cum_prose[p[ends] + 1]  # after the last one
+    runs = dict(zip(rows[starts].tolist(), np.maximum(inner, tail).tolist()))
+    return np.asarray([runs.get(c, int(npass[x])) for c, x in zip(cand.tolist(), a.tolist())], np.int64)
+
+
+def _pair_capacity(batch: KeyGroups, max_docs: int) -> int:
+    sizes = np.diff(batch.offsets)
+    ok = (batch.distinct >= 2) & (batch.distinct <= max_docs)
+    return int((sizes[ok] * sizes[ok]).sum())
+
+
+class PassageStage:
+    """Passages while streaming; containment edges and fragment spans after the stream."""
+
+    name = "passages"
+
+    def __init__(self, config: PassageConfig) -> None:
+        self.config = config
+        budget = max(config.memory_budget_mb << 20, 1 << 20)
+        self.exact_ = KeyOccurrences(memory_budget_bytes=budget // 2)
+        self.near_ = KeyOccurrences(memory_budget_bytes=budget // 2)
+        self._doc: list[np.ndarray] = []
+        self._start: list[np.ndarray] = []
+        self._end: list[np.ndarray] = []
+        self._gap_end: list[np.ndarray] = []
+        self._prose: list[np.ndarray] = []
+        self._ntok: list[np.ndarray] = []
+        self._len_doc: list[np.ndarray] = []
+        self._len_chars: list[np.ndarray] = []
+        self._doc_chars = np.empty(0, np.int64)
+        self._num_passages = 0
+        self.pairs_scored_ = 0
+        self.short_checked_ = 0
+        self.novel_rejected_ = 0
+        self.short_accepted_ = 0
+        self.short_scores_ = np.empty(0, np.float32)
+        self.details_: dict[str, object] = {}
+
+    def process(self, batch: StreamBatch) -> None:
+        """Cut the batch's featured documents into passages and record their keys."""
+        docs = batch.feature_docs
+        if docs.size == 0:
+            return
+        cfg = self.config
+        texts = [batch.texts[j] for j in docs.tolist()]
+        pb = passages_batch(texts, min_words=cfg.min_words, max_words=cfg.max_words, window=cfg.window,
+                            stride=cfg.stride)
+        gdoc = batch.index[docs][pb.doc]
+        pid = np.arange(self._num_passages, self._num_passages + len(pb), dtype=np.int64)
+        self._num_passages += len(pb)
+        self._doc.append(gdoc)
+        self._start.append(pb.start)
+        self._end.append(pb.end)
+        # Where the whitespace after each passage ends: cut passages that only whitespace
+        # separates become one span (a fragment of several sentences is one cut).
+        self._gap_end.append(np.fromiter((_space_end(texts[d], e) for d, e in zip(pb.doc.tolist(), pb.end.tolist())),
+                                         dtype=np.int64, count=len(pb)))
+        self._ntok.append(pb.ntok)
+        # Prose or list? Tokens per line of the passage: menus, link lists and tables of a
+        # page template run a few tokens a line, sentences of an article many.
+        lines = np.fromiter((texts[d].count("\n", s, e) + 1 for d, s, e in
+                             zip(pb.doc.tolist(), pb.start.tolist(), pb.end.tolist())), dtype=np.int64, count=len(pb))
+        self._prose.append(pb.ntok >= PROSE_TOKENS_PER_LINE * lines)
+        self._len_doc.append(batch.index[docs])
+        self._len_chars.append(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
+        if len(pb):
+            self.exact_.add(pb.exact_hi, gdoc, (pid << _TAG_BITS) | _EXACT_TAG)
+            bands = pb.near.shape[1]
+            band = np.arange(bands, dtype=np.int64)
+            self.near_.add((pb.near ^ (band.astype(np.uint64) * _GOLDEN)[None, :]).reshape(-1),
+                           np.repeat(gdoc, bands), ((pid[:, None] << _TAG_BITS) | band[None, :]).reshape(-1))
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Containment edges (directed), then fragment spans over the clusters they form."""
+        try:
+            pdoc = np.concatenate(self._doc) if self._doc else np.empty(0, np.int64)
+            pstart = np.concatenate(self._start) if self._start else np.empty(0, np.int64)
+            pend = np.concatenate(self._end) if self._end else np.empty(0, np.int64)
+            pntok = np.concatenate(self._ntok) if self._ntok else np.empty(0, np.int64)
+            pgap = np.concatenate(self._gap_end) if self._gap_end else np.empty(0, np.int64)
+            prose = np.concatenate(self._prose) if self._prose else np.empty(0, np.bool_)
+            cum_prose = np.r_[0, np.cumsum(prose, dtype=np.int64)]
+            npass = np.bincount(pdoc, minlength=ctx.num_docs)
+            self._doc_chars = np.full(ctx.num_docs, -1, np.int64)
+            for d, c in zip(self._len_doc, self._len_chars):
+                self._doc_chars[d] = c
+            first_pid = np.zeros(ctx.num_docs, np.int64)
+            if pdoc.size:  # passages are numbered in document order: each document's run starts here
+                starts = np.flatnonzero(np.r_[True, pdoc[1:] != pdoc[:-1]])
+                first_pid[pdoc[starts]] = starts
+            edges, children = self._containment(ctx, pdoc, npass, first_pid, cum_prose)
+            fragments, frag_details = self._fragments(ctx, pdoc, pstart, pend, pgap, pntok)
+            self.details_ = {
+                "passages": int(pdoc.size),
+                "documents_with_passages": int(np.count_nonzero(npass)),
+                "pairs_scored": self.pairs_scored_,
+                "contained": int(children.size),
+                "novel_block_rejected": self.novel_rejected_,
+                "short_children_checked": self.short_checked_,
+                "short_children_accepted": self.short_accepted_,
+                **frag_details,
+                "exact_key_runs_spilled": self.exact_.runs_spilled_,
+                "near_key_runs_spilled": self.near_.runs_spilled_,
+                "key_bytes_spilled": self.exact_.bytes_spilled_ + self.near_.bytes_spilled_,
+            }
+            return Decision(edges, docs_in=int(np.count_nonzero(self._doc_chars >= 0)), pairs_in=self.pairs_scored_,
+                            pairs_out=len(edges), details=dict(self.details_), children=children,
+                            fragments=fragments)
+        finally:
+            self.exact_.close()
+            self.near_.close()
+
+    # ---- containment -------------------------------------------------------------------
+
+    def _pair_records(self, occ: KeyOccurrences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for batch in occ.groups(min_distinct=2):
+            cap = _pair_capacity(batch, self.config.max_group)
+            if cap == 0:
+                continue
+            out_pid = np.empty(cap, np.int64)
+            out_other = np.empty(cap, np.int64)
+            out_doc = np.empty(cap, np.int64)
+            k = _group_pairs(batch.offsets.astype(np.int64), batch.docs, batch.extras, self.config.max_group,
+                             out_pid, out_other, out_doc, 0)
+            yield out_pid[:k], out_other[:k], out_doc[:k]
+
+    def _containment(self, ctx: DecideContext, pdoc: np.ndarray, npass: np.ndarray,
+                     first_pid: np.ndarray, cum_prose: np.ndarray) -> tuple[Edges, np.ndarray]:
+        parts = list(self._pair_records(self.exact_)) + list(self._pair_records(self.near_))
+        self.pairs_scored_ = 0
+        if not parts:
+            return Edges.empty(), np.empty(0, np.int64)
+        tagged = np.concatenate([p for p, _, _ in parts])
+        opid = np.concatenate([o for _, o, _ in parts]) >> _TAG_BITS
+        other = np.concatenate([d for _, _, d in parts])
+        del parts
+        if tagged.size == 0:
+            return Edges.empty(), np.empty(0, np.int64)
+        # Each (child passage + key tag, other passage) once; then per pair of passages its
+        # weight: an exact key counts as found, a near key as one band. The bands must match
+        # one and the same passage of the other document: bands scattered over the many
+        # passages of a long document are chance collisions, not a copy.
+        order = np.lexsort((opid, tagged))
+        tagged, opid, other = tagged[order], opid[order], other[order]
+        first = np.r_[True, (tagged[1:] != tagged[:-1]) | (opid[1:] != opid[:-1])]
+        tagged, opid, other = tagged[first], opid[first], other[first]
+        pid = tagged >> _TAG_BITS
+        weight = np.where((tagged & ((1 << _TAG_BITS) - 1)) == _EXACT_TAG, MIN_NEAR_BANDS, 1)
+        order = np.lexsort((opid, pid))
+        pid, opid, other, weight = pid[order], opid[order], other[order], weight[order]
+        starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (opid[1:] != opid[:-1])])
+        found = np.add.reduceat(weight, starts) >= MIN_NEAR_BANDS if starts.size else np.zeros(0, np.bool_)
+        pid, other = pid[starts][found], other[starts][found]
+        if pid.size == 0:
+            return Edges.empty(), np.empty(0, np.int64)
+        # Each child passage counts once per other document (found in one or more of its passages).
+        order = np.lexsort((other, pid))
+        pid, other = pid[order], other[order]
+        first = np.r_[True, (pid[1:] != pid[:-1]) | (other[1:] != other[:-1])]
+        pid, other = pid[first], other[first]
+        child = pdoc[pid]
+        # Count the child's passages found in each other document.
+        order = np.lexsort((other, child))
+        child, other, pid = child[order], other[order], pid[order]
+        starts = np.flatnonzero(np.r_[True, (child[1:] != child[:-1]) | (other[1:] != other[:-1])])
+        counts = np.diff(np.r_[starts, child.size])
+        a, b = child[starts], other[starts]
+        share = counts / np.maximum(npass[a], 1)
+        self.pairs_scored_ = int(a.size)
+        ok = (share >= self.config.containment) & (npass[b] > npass[a])
+        a, b, share = a[ok], b[ok], share[ok]
+        # A child with a block of its own (max_novel_passages + 1 passages in a row found
+        # nowhere in the parent) is another document that shares the rest — typically the
+        # same site template around another, shorter article — not an excerpt.
+        novel = _longest_unfound_run(a, b, child, other, pid, first_pid, npass, cum_prose)
+        own = (novel > self.config.max_novel_passages) & (novel > self.config.max_novel_share * npass[a])
+        self.novel_rejected_ = int(np.count_nonzero(own))
+        ok = ~own
+        a, b, share = a[ok], b[ok], share[ok]
+        short = npass[a] < self.config.short_child_passages
+        if short.any():
+            keep, checked = self._check_short(ctx, a[short], b[short])
+            self.short_checked_, self.short_accepted_ = checked, int(np.count_nonzero(keep))
+            ok = ~short
+            ok[np.flatnonzero(short)[keep]] = True
+            share = share.copy()
+            share[np.flatnonzero(short)[keep]] = self.short_scores_[keep]
+            a, b, share = a[ok], b[ok], share[ok]
+        if a.size == 0:
+            return Edges.empty(), np.empty(0, np.int64)
+        # One parent per child: the highest share, then the most passages, then the first.
+        order = np.lexsort((b, -npass[b], -share, a))
+        a, b, share = a[order], b[order], share[order]
+        best = np.r_[True, a[1:] != a[:-1]]
+        a, b, share = a[best], b[best], share[best]
+        ea: list[int] = []
+        eb: list[int] = []
+        es: list[float] = []
+        uf = ctx.union_find
+        for x, y, s in zip(a.tolist(), b.tolist(), share.tolist()):
+            if uf.union(x, y):
+                ea.append(x)
+                eb.append(y)
+                es.append(s)
+        edges = Edges(np.asarray(ea, np.int64), np.asarray(eb, np.int64), np.asarray(es, np.float32),
+                      np.full(len(ea), CONTAINED_EDGE_KIND, np.uint8))
+        return edges, np.asarray(ea, np.int64)
+
+    def _check_short(self, ctx: DecideContext, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+        """Which (short child, parent) candidates are contained over shingles, on the re-read texts."""
+        cfg = self.config
+        self.short_scores_ = np.zeros(a.size, np.float32)
+        if ctx.read_texts is None:
+            logger.warning("passages: %d candidate(s) of short children not checked (the source cannot be re-read); "
+                           "none of them is counted as contained", a.size)
+            return np.zeros(a.size, np.bool_), 0
+        docs = np.unique(np.concatenate([a, b]))
+        texts = dict(zip(docs.tolist(), ctx.read_texts(docs)))
+        for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+            self.short_scores_[k] = shingle_containment(texts[x], texts[y])
+        return self.short_scores_ >= cfg.short_containment, int(a.size)
+
+    # ---- viral fragments ----------------------------------------------------------------
+
+    def _fragments(self, ctx: DecideContext, pdoc: np.ndarray, pstart: np.ndarray, pend: np.ndarray,
+                   pgap: np.ndarray, pntok: np.ndarray) -> tuple[Fragments, dict[str, object]]:
+        cfg = self.config
+        roots = ctx.union_find.roots()
+        cut_pid: list[np.ndarray] = []
+        viral = boilerplate = 0
+        for batch in self.exact_.groups(min_distinct=cfg.fragment_min_docs, group_of=roots):
+            for i in range(len(batch)):
+                _, docs, tagged = batch.group(i)
+                pids = tagged >> _TAG_BITS
+                if pntok[pids[0]] < cfg.fragment_min_words:
+                    continue
+                # The cluster of the first occurrence (or of the longest host) keeps the passage.
+                host = docs[0] if cfg.fragment_keep == "first" else docs[int(np.argmax(self._doc_chars[docs]))]
+                keep_root = roots[host]
+                cut = pids[roots[docs] != keep_root]
+                if cut.size:
+                    cut_pid.append(cut)
+                    if batch.distinct[i] >= cfg.boilerplate_min_docs:
+                        boilerplate += 1
+                    else:
+                        viral += 1
+        if not cut_pid:
+            return Fragments.empty(), {"viral_passages": 0, "boilerplate_passages": 0, "spans_cut": 0,
+                                       "documents_cut": 0, "documents_left_whole": 0}
+        pids = np.unique(np.concatenate(cut_pid))
+        pids = pids[np.lexsort((pend[pids], pstart[pids], pdoc[pids]))]
+        # One span per run of cut passages that overlap (windows) or only whitespace separates.
+        spans: list[tuple[int, int, int]] = []
+        gap = -1
+        for d, s, e, g in zip(pdoc[pids].tolist(), pstart[pids].tolist(), pend[pids].tolist(), pgap[pids].tolist()):
+            if spans and spans[-1][0] == d and s <= gap:
+                spans[-1] = (d, spans[-1][1], max(spans[-1][2], e))
+                gap = max(gap, g)
+            else:
+                spans.append((d, s, e))
+                gap = g
+        # Gutting cap: a document that would lose more than max_cut_share of its text stays whole.
+        cut_chars: dict[int, int] = {}
+        for d, s, e in spans:
+            cut_chars[d] = cut_chars.get(d, 0) + e - s
+        whole = {d for d, c in cut_chars.items() if c > cfg.max_cut_share * self._doc_chars[d]}
+        kept_spans = [sp for sp in spans if sp[0] not in whole]
+        frags = Fragments(np.array([sp[0] for sp in kept_spans], np.int64), np.array([sp[1] for sp in kept_spans], np.int64),
+                          np.array([sp[2] for sp in kept_spans], np.int64))
+        return frags, {"viral_passages": viral, "boilerplate_passages": boilerplate, "spans_cut": len(frags),
+                       "documents_cut": int(np.unique(frags.doc).size), "documents_left_whole": len(whole)}
