@@ -53,13 +53,19 @@ def main() -> int:
                         "--no-progress", *args.dedup_args], check=True, stdout=subprocess.DEVNULL)
         secs = time.perf_counter() - t0
         report = json.loads((out / "report.json").read_text())
-        rows.append((n, report["peak_rss_mb"], secs, report["documents_per_second"]))
-    print("| documents | peak RSS MiB | wall s | docs/s (report) |")
-    print("|---:|---:|---:|---:|")
-    for n, mib, secs, dps in rows:
-        print(f"| {n:,} | {mib:,.0f} | {secs:.1f} | {dps:,.0f} |")
+        stages = {row["stage"]: row for row in report["funnel"]}
+        rows.append((n, report["peak_rss_mb"], secs, report["documents_per_second"], stages.get("passages")))
+    print("| documents | peak RSS MiB | wall s | docs/s (report) | passages | passage keys spilled MiB | passage s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n, mib, secs, dps, prow in rows:
+        if prow is None:
+            extra = "– | – | –"
+        else:
+            d = prow["details"]
+            extra = f"{d.get('passages', 0):,} | {d.get('key_bytes_spilled', 0) / 2**20:,.0f} | {prow['seconds']:.1f}"
+        print(f"| {n:,} | {mib:,.0f} | {secs:.1f} | {dps:,.0f} | {extra} |")
     if len(rows) >= 2:
-        (n0, m0, _, _), (n1, m1, _, _) = rows[0], rows[-1]
+        (n0, m0, *_), (n1, m1, *_) = rows[0], rows[-1]
         slope = (m1 - m0) / (n1 - n0) * 1e6
         print(f"\nmemory per million documents: {slope:,.0f} MiB (fixed cost about {m0 - slope * n0 / 1e6:,.0f} MiB)")
     return 0

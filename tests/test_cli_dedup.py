@@ -255,3 +255,23 @@ def test_bloom_repair_refuses_records_gone_from_the_source(corpus, tmp_path: Pat
                                     "output": {"write_kept": False}})
     with pytest.raises(InputError, match="missing when re-read to repair Bloom false positives"):
         Deduplicator(cfg).run([str(path)], tmp_path / "o")
+
+
+def test_short_children_are_checked_on_text_re_read_from_the_files(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The passage stage re-reads a short child and its parent from the input files after the stream."""
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november".split()
+    sentences = [" ".join(f"{w}{(i * 7 + j) % 97}" for j, w in enumerate(words)) + "." for i in range(10)]
+    page = " ".join(sentences)
+    path = write_jsonl(tmp_path / "in.jsonl", [{"id": "page", "text": page}, {"id": "copy", "text": sentences[6]}])
+    assert _run([str(path), "-o", str(tmp_path / "o"), "--only", "bloom,passages"]) == 0
+    rows = _docs(tmp_path / "o")
+    assert (rows["copy"]["action"], rows["copy"]["relation"], rows["copy"]["duplicate_of"]) == (
+        "remove", "contained_in", "page")
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    passages = next(r for r in report["funnel"] if r["stage"] == "passages")
+    assert passages["details"]["short_children_checked"] == 1
+    # A source that cannot give the records back stops the run instead of guessing.
+    monkeypatch.setattr(FileSource, "records", lambda self, fi, wanted=None: iter(()))
+    with pytest.raises(InputError, match="missing when re-read to check candidate pairs on their text"):
+        Deduplicator(PipelineConfig.from_dict({"output": {"write_kept": False}})).run([str(path)], tmp_path / "o2")

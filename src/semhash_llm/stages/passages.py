@@ -48,7 +48,7 @@ import numba as nb
 import numpy as np
 
 from semhash_llm.config import PassageConfig
-from semhash_llm.sketch.spill import KeyGroups, KeyOccurrences
+from semhash_llm.sketch.spill import KeyOccurrences
 from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.passages import passages_batch
@@ -60,21 +60,26 @@ logger = logging.getLogger(__name__)
 CONTAINED_EDGE_KIND = 3
 MIN_NEAR_BANDS = 2
 PROSE_TOKENS_PER_LINE = 6
+PAIR_OCCURRENCES_PER_DOC = 4
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TAG_BITS = 5  # extras pack (passage id << 5) | tag: tag = near band, or _EXACT_TAG
 _EXACT_TAG = 31
+_TAG_MASK = (1 << _TAG_BITS) - 1
 _SPACE = re.compile(r"\s*")
 
 
 @nb.njit(cache=True)
-def _group_pairs(offsets: np.ndarray, docs: np.ndarray, extras: np.ndarray, max_docs: int,
-                 out_pid: np.ndarray, out_other: np.ndarray, out_doc: np.ndarray, n_out: int) -> int:
-    """For every group of at most ``max_docs`` documents: (tagged passage, other passage's
-    tagged id, other document) records.
+def _group_pairs(offsets: np.ndarray, docs: np.ndarray, extras: np.ndarray, max_docs: int, per_doc: int,
+                 out_pid: np.ndarray, out_other: np.ndarray, out_doc: np.ndarray, write: bool) -> int:
+    """For every group of 2..``max_docs`` documents: (tagged passage, other passage's tagged
+    id, other document) records; the number of records (only counted when not ``write``).
 
-    Returns the number of records written (``out`` grows by the caller when it would overflow:
-    the caller sizes it from the group sizes, so this never writes past the end).
+    Records of a group are sorted by document, so each document's occurrences are one run;
+    only the first ``per_doc`` of a run take part on either side. A key repeated all over a
+    document (a list, a refrain) would otherwise make its group's records grow with the
+    square of the repeats; a passage that repeats is found by its first occurrences.
     """
+    n_out = 0
     for g in range(offsets.shape[0] - 1):
         s = offsets[g]
         e = offsets[g + 1]
@@ -84,14 +89,60 @@ def _group_pairs(offsets: np.ndarray, docs: np.ndarray, extras: np.ndarray, max_
                 distinct += 1
         if distinct < 2 or distinct > max_docs:
             continue
+        rank_i = 0
         for i in range(s, e):
+            rank_i = 0 if (i == s or docs[i] != docs[i - 1]) else rank_i + 1
+            if rank_i >= per_doc:
+                continue
+            rank_j = 0
             for j in range(s, e):
-                if docs[i] != docs[j]:
+                rank_j = 0 if (j == s or docs[j] != docs[j - 1]) else rank_j + 1
+                if rank_j >= per_doc or docs[i] == docs[j]:
+                    continue
+                if write:
                     out_pid[n_out] = extras[i]
                     out_other[n_out] = extras[j]
                     out_doc[n_out] = docs[j]
-                    n_out += 1
+                n_out += 1
     return n_out
+
+
+@nb.njit(cache=True)
+def _found_runs(pids: np.ndarray, extras: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scan records sorted by (pair key, child passage, other passage << 5 | tag): the
+    (child, other) passage pairs whose distinct tags weigh at least ``MIN_NEAR_BANDS``."""
+    n = pids.shape[0]
+    out_p = np.empty(n, np.int64)
+    out_o = np.empty(n, np.int64)
+    k = 0
+    i = 0
+    while i < n:
+        p = pids[i]
+        o = extras[i] >> _TAG_BITS
+        weight = 0
+        last_tag = -1
+        j = i
+        while j < n and pids[j] == p and (extras[j] >> _TAG_BITS) == o:
+            tag = extras[j] & _TAG_MASK
+            if tag != last_tag:  # tags ascend within a run: count each once
+                weight += MIN_NEAR_BANDS if tag == _EXACT_TAG else 1
+                last_tag = tag
+            j += 1
+        if weight >= MIN_NEAR_BANDS:
+            out_p[k] = p
+            out_o[k] = o
+            k += 1
+        i = j
+    return out_p[:k], out_o[:k]
+
+
+def _pair_key(pid: np.ndarray, opid: np.ndarray) -> np.ndarray:
+    """A 64-bit key per (child passage, other passage): spreads the pairs over the key space."""
+    x = (pid.astype(np.uint64) * _GOLDEN) ^ opid.astype(np.uint64)
+    x ^= x >> np.uint64(31)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(29)
+    return x
 
 
 def _space_end(text: str, pos: int) -> int:
@@ -131,12 +182,6 @@ def _longest_unfound_run(a: np.ndarray, b: np.ndarray, child: np.ndarray, other:
     return np.asarray([runs.get(c, int(npass[x])) for c, x in zip(cand.tolist(), a.tolist())], np.int64)
 
 
-def _pair_capacity(batch: KeyGroups, max_docs: int) -> int:
-    sizes = np.diff(batch.offsets)
-    ok = (batch.distinct >= 2) & (batch.distinct <= max_docs)
-    return int((sizes[ok] * sizes[ok]).sum())
-
-
 class PassageStage:
     """Passages while streaming; containment edges and fragment spans after the stream."""
 
@@ -144,9 +189,15 @@ class PassageStage:
 
     def __init__(self, config: PassageConfig) -> None:
         self.config = config
-        budget = max(config.memory_budget_mb << 20, 1 << 20)
-        self.exact_ = KeyOccurrences(memory_budget_bytes=budget // 2)
+        # The budget: a quarter for exact keys (one per passage), half for near keys (one per
+        # band) while streaming; the last quarter for the (passage, passage) records of
+        # containment after the stream.
+        budget = max(config.memory_budget_mb << 20, 4 << 20)
+        self.exact_ = KeyOccurrences(memory_budget_bytes=budget // 4)
         self.near_ = KeyOccurrences(memory_budget_bytes=budget // 2)
+        self._pair_budget = budget // 4
+        self.pair_records_ = 0
+        self.pair_key_bytes_spilled_ = 0
         self._doc: list[np.ndarray] = []
         self._start: list[np.ndarray] = []
         self._end: list[np.ndarray] = []
@@ -177,13 +228,15 @@ class PassageStage:
         pid = np.arange(self._num_passages, self._num_passages + len(pb), dtype=np.int64)
         self._num_passages += len(pb)
         self._doc.append(gdoc)
-        self._start.append(pb.start)
-        self._end.append(pb.end)
+        # Offsets and counts as int32 where they fit (any text under 2 GiB): 25 bytes a passage.
+        narrow = np.int32 if (pb.end.size == 0 or int(pb.end.max()) < 2**31 - 1) else np.int64
+        self._start.append(pb.start.astype(narrow))
+        self._end.append(pb.end.astype(narrow))
         # Where the whitespace after each passage ends: cut passages that only whitespace
         # separates become one span (a fragment of several sentences is one cut).
         self._gap_end.append(np.fromiter((_space_end(texts[d], e) for d, e in zip(pb.doc.tolist(), pb.end.tolist())),
-                                         dtype=np.int64, count=len(pb)))
-        self._ntok.append(pb.ntok)
+                                         dtype=narrow, count=len(pb)))
+        self._ntok.append(pb.ntok.astype(narrow))
         # Prose or list? Tokens per line of the passage: menus, link lists and tables of a
         # page template run a few tokens a line, sentences of an article many.
         lines = np.fromiter((texts[d].count("\n", s, e) + 1 for d, s, e in
@@ -229,7 +282,9 @@ class PassageStage:
                 **frag_details,
                 "exact_key_runs_spilled": self.exact_.runs_spilled_,
                 "near_key_runs_spilled": self.near_.runs_spilled_,
-                "key_bytes_spilled": self.exact_.bytes_spilled_ + self.near_.bytes_spilled_,
+                "pair_records": self.pair_records_,
+                "key_bytes_spilled": self.exact_.bytes_spilled_ + self.near_.bytes_spilled_
+                + self.pair_key_bytes_spilled_,
             }
             return Decision(edges, docs_in=int(np.count_nonzero(self._doc_chars >= 0)), pairs_in=self.pairs_scored_,
                             pairs_out=len(edges), details=dict(self.details_), children=children,
@@ -241,44 +296,54 @@ class PassageStage:
     # ---- containment -------------------------------------------------------------------
 
     def _pair_records(self, occ: KeyOccurrences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        empty = np.empty(0, np.int64)
         for batch in occ.groups(min_distinct=2):
-            cap = _pair_capacity(batch, self.config.max_group)
-            if cap == 0:
+            offsets = batch.offsets.astype(np.int64)
+            args = (offsets, batch.docs, batch.extras, self.config.max_group, PAIR_OCCURRENCES_PER_DOC)
+            count = _group_pairs(*args, empty, empty, empty, False)
+            if count == 0:
                 continue
-            out_pid = np.empty(cap, np.int64)
-            out_other = np.empty(cap, np.int64)
-            out_doc = np.empty(cap, np.int64)
-            k = _group_pairs(batch.offsets.astype(np.int64), batch.docs, batch.extras, self.config.max_group,
-                             out_pid, out_other, out_doc, 0)
-            yield out_pid[:k], out_other[:k], out_doc[:k]
+            out_pid = np.empty(count, np.int64)
+            out_other = np.empty(count, np.int64)
+            out_doc = np.empty(count, np.int64)
+            _group_pairs(*args, out_pid, out_other, out_doc, True)
+            yield out_pid, out_other, out_doc
+
+    def _found_passages(self, pdoc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(child passage, other document) for every passage found in another document.
+
+        A key's group proposes (child passage, other passage) records; each pair of passages
+        weighs its distinct keys — an exact key ``MIN_NEAR_BANDS``, a near band 1 — and the
+        child passage is found when the weight reaches ``MIN_NEAR_BANDS``. The bands of one
+        pair sit in different groups, so the records go through a third
+        :class:`KeyOccurrences` keyed by the pair: memory stays within the budget however
+        many records low-entropy text proposes.
+        """
+        found_pid: list[np.ndarray] = []
+        found_other: list[np.ndarray] = []
+        with KeyOccurrences(memory_budget_bytes=self._pair_budget) as pairs:
+            for occ in (self.exact_, self.near_):
+                for tagged, other_tagged, _ in self._pair_records(occ):
+                    self.pair_records_ += int(tagged.size)
+                    pid = tagged >> _TAG_BITS
+                    opid = other_tagged >> _TAG_BITS
+                    pairs.add(_pair_key(pid, opid), pid, (opid << _TAG_BITS) | (tagged & _TAG_MASK))
+                if occ is self.near_:
+                    self.near_.close()  # only containment reads the near keys
+            self.pair_key_bytes_spilled_ = pairs.bytes_spilled_
+            for batch in pairs.groups(min_distinct=1):
+                pid, opid = _found_runs(batch.docs, batch.extras)
+                if pid.size:
+                    found_pid.append(pid)
+                    found_other.append(pdoc[opid])
+        if not found_pid:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(found_pid), np.concatenate(found_other)
 
     def _containment(self, ctx: DecideContext, pdoc: np.ndarray, npass: np.ndarray,
                      first_pid: np.ndarray, cum_prose: np.ndarray) -> tuple[Edges, np.ndarray]:
-        parts = list(self._pair_records(self.exact_)) + list(self._pair_records(self.near_))
         self.pairs_scored_ = 0
-        if not parts:
-            return Edges.empty(), np.empty(0, np.int64)
-        tagged = np.concatenate([p for p, _, _ in parts])
-        opid = np.concatenate([o for _, o, _ in parts]) >> _TAG_BITS
-        other = np.concatenate([d for _, _, d in parts])
-        del parts
-        if tagged.size == 0:
-            return Edges.empty(), np.empty(0, np.int64)
-        # Each (child passage + key tag, other passage) once; then per pair of passages its
-        # weight: an exact key counts as found, a near key as one band. The bands must match
-        # one and the same passage of the other document: bands scattered over the many
-        # passages of a long document are chance collisions, not a copy.
-        order = np.lexsort((opid, tagged))
-        tagged, opid, other = tagged[order], opid[order], other[order]
-        first = np.r_[True, (tagged[1:] != tagged[:-1]) | (opid[1:] != opid[:-1])]
-        tagged, opid, other = tagged[first], opid[first], other[first]
-        pid = tagged >> _TAG_BITS
-        weight = np.where((tagged & ((1 << _TAG_BITS) - 1)) == _EXACT_TAG, MIN_NEAR_BANDS, 1)
-        order = np.lexsort((opid, pid))
-        pid, opid, other, weight = pid[order], opid[order], other[order], weight[order]
-        starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (opid[1:] != opid[:-1])])
-        found = np.add.reduceat(weight, starts) >= MIN_NEAR_BANDS if starts.size else np.zeros(0, np.bool_)
-        pid, other = pid[starts][found], other[starts][found]
+        pid, other = self._found_passages(pdoc)
         if pid.size == 0:
             return Edges.empty(), np.empty(0, np.int64)
         # Each child passage counts once per other document (found in one or more of its passages).
