@@ -271,6 +271,7 @@ def test_short_children_are_checked_on_text_re_read_from_the_files(tmp_path: Pat
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     passages = next(r for r in report["funnel"] if r["stage"] == "passages")
     assert passages["details"]["short_children_checked"] == 1
+    assert (report["summary"]["contained_removed"], report["summary"]["near_removed"]) == (1, 0)
     # A source that cannot give the records back stops the run instead of guessing.
     monkeypatch.setattr(FileSource, "records", lambda self, fi, wanted=None: iter(()))
     with pytest.raises(InputError, match="missing when re-read to check candidate pairs on their text"):

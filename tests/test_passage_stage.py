@@ -76,6 +76,8 @@ def test_a_planted_fragment_is_cut_from_all_hosts_but_one() -> None:
     assert all(r["action"] == "keep" for r in rows.values())  # hosts stay
     cut = [h["id"] for h in hosts if rows[h["id"]]["fragments"]]
     assert len(cut) == 7  # k - 1 of the k hosts
+    summary = deduplicate(hosts).report["summary"]
+    assert (summary["fragment_spans_cut"], summary["documents_cut"], summary["removed"]) == (7, 7, 0)
     for h in hosts:
         if h["id"] in cut:
             start = h["text"].index(fragment)
@@ -143,7 +145,7 @@ def test_a_page_of_its_own_in_a_shared_template_is_not_contained() -> None:
     rows = _run([big, small])
     assert rows["small"]["action"] == rows["big"]["action"] == "keep"
     # Without the rule, the template alone (> 75% of the small page's passages) would remove it.
-    off = deduplicate([big, small], PipelineConfig.from_dict({"passages": {"max_novel_passages": 10**6}}))
+    off = deduplicate([big, small], PipelineConfig.from_dict({"passages": {"max_novel_share": 1.0}}))
     assert off.documents.to_pylist()[1]["relation"] == "contained_in"
     # The same short page inside a bigger page that holds its article too is contained.
     holder = {"id": "holder", "text": "\n".join([header, short_article, long_article, footer])}
@@ -173,3 +175,16 @@ def test_cjk_and_unpunctuated_excerpts_are_contained() -> None:
         assert (rows[child]["action"], rows[child]["relation"], rows[child]["duplicate_of"]) == (
             "remove", "contained_in", parent_id)
         assert rows[parent_id]["action"] == "keep"
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_contained_both_ways_is_a_near_duplicate_and_the_keep_policy_decides(keep: str) -> None:
+    rng = random.Random(11)
+    base = [_sentence(rng) for _ in range(12)]
+    shorter = {"id": "shorter", "text": " ".join(base)}
+    longer = {"id": "longer", "text": " ".join([*base[:6], _sentence(rng), *base[6:]])}  # one sentence added
+    cfg = PipelineConfig.from_dict({"select": {"keep": keep}, "minhash": {"enabled": False}, "sph": {"enabled": False}})
+    rows = {r["id"]: r for r in deduplicate([shorter, longer], cfg).documents.to_pylist()}
+    removed = "longer" if keep == "first" else "shorter"
+    assert (rows[removed]["action"], rows[removed]["relation"], rows[removed]["decided_by"]) == (
+        "remove", "near_duplicate", "passages")

@@ -24,6 +24,8 @@ from semhash_llm.config import PipelineConfig
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
+from semhash_llm.stages.base import DocStatus
+from semhash_llm.stages.passages import CONTAINED_EDGE_KIND
 from semhash_llm.text.spans import remove_spans
 
 __all__ = ["DedupResult", "Deduplicator", "deduplicate"]
@@ -88,14 +90,20 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     kept = int(state.kept_mask().sum())
     skipped = len(state.skip_reasons)
     rows = {row.name: row for row in state.funnel}
-    exact = rows["bloom"].docs_removed if "bloom" in rows else 0
+    removed = (state.selection.keeper != np.arange(n)) & (state.status != DocStatus.SKIPPED)
+    kinds = state.selection.via_kind[removed]
+    contained = int(np.count_nonzero(kinds == CONTAINED_EDGE_KIND))
+    exact = int(np.count_nonzero(kinds == 0))
     return {
         "documents": n,
         "kept": kept,
         "removed": n - kept - skipped,
         "skipped": skipped,
         "exact_removed": exact,
-        "near_removed": n - kept - skipped - exact,
+        "near_removed": n - kept - skipped - exact - contained,
+        "contained_removed": contained,
+        "documents_cut": int(np.unique(state.fragments.doc).size),
+        "fragment_spans_cut": len(state.fragments),
         "clusters": rows["select"].details.get("clusters", 0),
     }
 

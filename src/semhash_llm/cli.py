@@ -175,8 +175,10 @@ def _print_summary(report: dict[str, Any], out: Path) -> None:
     s = report["summary"]
     print(f"semhash-llm {report['semhash_llm_version']}  config {report['config_fingerprint']}")
     print(f"documents {s['documents']:,}  kept {s['kept']:,}  removed {s['removed']:,} "
-          f"(exact {s['exact_removed']:,}, near {s['near_removed']:,})  skipped {s['skipped']:,}  "
-          f"clusters {s['clusters']:,}")
+          f"(exact {s['exact_removed']:,}, near {s['near_removed']:,}, contained {s['contained_removed']:,})  "
+          f"skipped {s['skipped']:,}  clusters {s['clusters']:,}")
+    if s["fragment_spans_cut"]:
+        print(f"viral fragments: {s['fragment_spans_cut']:,} span(s) cut from {s['documents_cut']:,} kept document(s)")
     print(f"{'stage':<8} {'docs in':>10} {'docs out':>10} {'removed':>9} {'pairs in':>10} {'pairs out':>10} "
           f"{'seconds':>8} {'peak MiB':>9}")
     for st in report["funnel"]:

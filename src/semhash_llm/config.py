@@ -256,6 +256,8 @@ class PassageConfig:
     max_words: int = 64
     window: int = 32
     stride: int = 16
+    near_bands: int = 4
+    near_rows: int = 3
     containment: float = 0.75
     max_novel_passages: int = 2
     max_novel_share: float = 0.1
@@ -279,6 +281,8 @@ class PassageConfig:
             _fail("PassageConfig", "stride", f"an int <= window ({self.window})", self.stride)
         if self.min_words > self.max_words:
             _fail("PassageConfig", "min_words", f"an int <= max_words ({self.max_words})", self.min_words)
+        _check_int("PassageConfig", "near_bands", self.near_bands, 2, 16)
+        _check_int("PassageConfig", "near_rows", self.near_rows, 1, 16)
         _check_float("PassageConfig", "containment", self.containment, 0.0, 1.0, lo_open=True)
         _check_int("PassageConfig", "max_group", self.max_group, 2, 1_000_000)
         _check_int("PassageConfig", "fragment_min_docs", self.fragment_min_docs, 2)

@@ -24,6 +24,7 @@ EDGE_KINDS: dict[int, tuple[str, str]] = {
     1: ("near_duplicate", "lsh"),
     2: ("near_duplicate", "sph"),
     3: ("contained_in", "passages"),
+    4: ("near_duplicate", "passages"),
 }
 
 

@@ -53,11 +53,12 @@ from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, S
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.passages import passages_batch
 
-__all__ = ["PassageStage", "CONTAINED_EDGE_KIND"]
+__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND"]
 
 logger = logging.getLogger(__name__)
 
 CONTAINED_EDGE_KIND = 3
+PASSAGE_NEAR_EDGE_KIND = 4
 MIN_NEAR_BANDS = 2
 PROSE_TOKENS_PER_LINE = 6
 PAIR_OCCURRENCES_PER_DOC = 4
@@ -136,6 +137,13 @@ def _found_runs(pids: np.ndarray, extras: np.ndarray) -> tuple[np.ndarray, np.nd
     return out_p[:k], out_o[:k]
 
 
+def _join(chunks: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Concatenate ``chunks`` and empty the list (its arrays are freed once joined)."""
+    out = np.concatenate(chunks) if chunks else np.empty(0, dtype)
+    chunks.clear()
+    return out
+
+
 def _pair_key(pid: np.ndarray, opid: np.ndarray) -> np.ndarray:
     """A 64-bit key per (child passage, other passage): spreads the pairs over the key space."""
     x = (pid.astype(np.uint64) * _GOLDEN) ^ opid.astype(np.uint64)
@@ -157,8 +165,8 @@ def _longest_unfound_run(a: np.ndarray, b: np.ndarray, child: np.ndarray, other:
     child between two passages found in the parent (or before the first, after the last).
 
     ``(child, other, pid)`` lists every child passage found in another document, once;
-    ``cum_prose[p]`` counts the prose passages numbered below ``p``. Passages that are not
-    prose (menus, link lists) neither count nor end a run: a child's own template is not
+    ``cum_prose[p]`` counts the prose passages numbered below ``p``. Unfound passages that
+    are not prose (menus, link lists) do not add to a run: a child's own template is not
     content of its own.
     """
     if a.size == 0:
@@ -211,6 +219,7 @@ class PassageStage:
         self.pairs_scored_ = 0
         self.short_checked_ = 0
         self.novel_rejected_ = 0
+        self.near_linked_ = 0
         self.short_accepted_ = 0
         self.short_scores_ = np.empty(0, np.float32)
         self.details_: dict[str, object] = {}
@@ -223,7 +232,7 @@ class PassageStage:
         cfg = self.config
         texts = [batch.texts[j] for j in docs.tolist()]
         pb = passages_batch(texts, min_words=cfg.min_words, max_words=cfg.max_words, window=cfg.window,
-                            stride=cfg.stride)
+                            stride=cfg.stride, near_bands=cfg.near_bands, near_rows=cfg.near_rows)
         gdoc = batch.index[docs][pb.doc]
         pid = np.arange(self._num_passages, self._num_passages + len(pb), dtype=np.int64)
         self._num_passages += len(pb)
@@ -254,17 +263,23 @@ class PassageStage:
     def decide(self, ctx: DecideContext) -> Decision:
         """Containment edges (directed), then fragment spans over the clusters they form."""
         try:
-            pdoc = np.concatenate(self._doc) if self._doc else np.empty(0, np.int64)
-            pstart = np.concatenate(self._start) if self._start else np.empty(0, np.int64)
-            pend = np.concatenate(self._end) if self._end else np.empty(0, np.int64)
-            pntok = np.concatenate(self._ntok) if self._ntok else np.empty(0, np.int64)
-            pgap = np.concatenate(self._gap_end) if self._gap_end else np.empty(0, np.int64)
-            prose = np.concatenate(self._prose) if self._prose else np.empty(0, np.bool_)
-            cum_prose = np.r_[0, np.cumsum(prose, dtype=np.int64)]
+            # One array per column; each list of chunks is released as soon as it is joined,
+            # so the join costs one column's size at a time, not the whole state again.
+            pdoc = _join(self._doc, np.int64)
+            pstart = _join(self._start, np.int64)
+            pend = _join(self._end, np.int64)
+            pntok = _join(self._ntok, np.int64)
+            pgap = _join(self._gap_end, np.int64)
+            prose = _join(self._prose, np.bool_)
+            cum_prose = np.zeros(prose.size + 1, np.int64 if prose.size >= 2**31 - 1 else np.int32)
+            np.cumsum(prose, out=cum_prose[1:])
+            del prose
             npass = np.bincount(pdoc, minlength=ctx.num_docs)
             self._doc_chars = np.full(ctx.num_docs, -1, np.int64)
             for d, c in zip(self._len_doc, self._len_chars):
                 self._doc_chars[d] = c
+            self._len_doc.clear()
+            self._len_chars.clear()
             first_pid = np.zeros(ctx.num_docs, np.int64)
             if pdoc.size:  # passages are numbered in document order: each document's run starts here
                 starts = np.flatnonzero(np.r_[True, pdoc[1:] != pdoc[:-1]])
@@ -276,6 +291,7 @@ class PassageStage:
                 "documents_with_passages": int(np.count_nonzero(npass)),
                 "pairs_scored": self.pairs_scored_,
                 "contained": int(children.size),
+                "near_duplicates": self.near_linked_,
                 "novel_block_rejected": self.novel_rejected_,
                 "short_children_checked": self.short_checked_,
                 "short_children_accepted": self.short_accepted_,
@@ -310,7 +326,7 @@ class PassageStage:
             yield out_pid, out_other, out_doc
 
     def _found_passages(self, pdoc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(child passage, other document) for every passage found in another document.
+        """(child passage, other passage) for every passage found in another document.
 
         A key's group proposes (child passage, other passage) records; each pair of passages
         weighs its distinct keys — an exact key ``MIN_NEAR_BANDS``, a near band 1 — and the
@@ -320,7 +336,7 @@ class PassageStage:
         many records low-entropy text proposes.
         """
         found_pid: list[np.ndarray] = []
-        found_other: list[np.ndarray] = []
+        found_opid: list[np.ndarray] = []
         with KeyOccurrences(memory_budget_bytes=self._pair_budget) as pairs:
             for occ in (self.exact_, self.near_):
                 for tagged, other_tagged, _ in self._pair_records(occ):
@@ -335,17 +351,18 @@ class PassageStage:
                 pid, opid = _found_runs(batch.docs, batch.extras)
                 if pid.size:
                     found_pid.append(pid)
-                    found_other.append(pdoc[opid])
+                    found_opid.append(opid)
         if not found_pid:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        return np.concatenate(found_pid), np.concatenate(found_other)
+        return np.concatenate(found_pid), np.concatenate(found_opid)
 
     def _containment(self, ctx: DecideContext, pdoc: np.ndarray, npass: np.ndarray,
                      first_pid: np.ndarray, cum_prose: np.ndarray) -> tuple[Edges, np.ndarray]:
         self.pairs_scored_ = 0
-        pid, other = self._found_passages(pdoc)
-        if pid.size == 0:
+        found_pid, found_opid = self._found_passages(pdoc)
+        if found_pid.size == 0:
             return Edges.empty(), np.empty(0, np.int64)
+        pid, other = found_pid, pdoc[found_opid]
         # Each child passage counts once per other document (found in one or more of its passages).
         order = np.lexsort((other, pid))
         pid, other = pid[order], other[order]
@@ -360,13 +377,35 @@ class PassageStage:
         a, b = child[starts], other[starts]
         share = counts / np.maximum(npass[a], 1)
         self.pairs_scored_ = int(a.size)
-        ok = (share >= self.config.containment) & (npass[b] > npass[a])
+        cfg = self.config
+        # Directed or not? The parent must hold clearly more of its own than the child does:
+        # passages of the parent found nowhere in the child exceed the child's own by more
+        # than max_novel_passages. Two versions of one text (an edited copy, an 80% excerpt)
+        # each have some passages of their own: that is a near duplicate, an undirected
+        # edge, and the keep policy picks the survivor.
+        n = max(ctx.num_docs, 1)
+        key = a * n + b  # ascending: the pairs are sorted by (child, other)
+        rkey = b * n + a
+        pos = np.minimum(np.searchsorted(key, rkey), max(key.size - 1, 0))
+        has_rev = key[pos] == rkey
+        rev_count = np.where(has_rev, counts[pos], 0)
+        child_own = npass[a] - counts
+        parent_own = npass[b] - rev_count
+        cand = share >= cfg.containment
+        directed = cand & (parent_own > child_own + cfg.max_novel_passages) & (npass[b] > npass[a])
+        reverse_directed = np.where(has_rev, directed[pos], False)
+        big = (npass[a] >= cfg.short_child_passages) & (npass[b] >= cfg.short_child_passages)
+        near = cand & ~directed & ~reverse_directed & big
+        near_score = np.minimum(share, rev_count / np.maximum(npass[b], 1))
+        near_edges = self._link(ctx, a[near], b[near], near_score[near], PASSAGE_NEAR_EDGE_KIND)
+        ok = directed
         a, b, share = a[ok], b[ok], share[ok]
         # A child with a block of its own (max_novel_passages + 1 passages in a row found
         # nowhere in the parent) is another document that shares the rest — typically the
         # same site template around another, shorter article — not an excerpt.
         novel = _longest_unfound_run(a, b, child, other, pid, first_pid, npass, cum_prose)
-        own = (novel > self.config.max_novel_passages) & (novel > self.config.max_novel_share * npass[a])
+        del found_pid, found_opid
+        own = (novel > cfg.max_novel_passages) & (novel > cfg.max_novel_share * npass[a])
         self.novel_rejected_ = int(np.count_nonzero(own))
         ok = ~own
         a, b, share = a[ok], b[ok], share[ok]
@@ -379,25 +418,28 @@ class PassageStage:
             share = share.copy()
             share[np.flatnonzero(short)[keep]] = self.short_scores_[keep]
             a, b, share = a[ok], b[ok], share[ok]
-        if a.size == 0:
-            return Edges.empty(), np.empty(0, np.int64)
         # One parent per child: the highest share, then the most passages, then the first.
         order = np.lexsort((b, -npass[b], -share, a))
         a, b, share = a[order], b[order], share[order]
-        best = np.r_[True, a[1:] != a[:-1]]
-        a, b, share = a[best], b[best], share[best]
+        best = np.r_[True, a[1:] != a[:-1]] if a.size else np.zeros(0, np.bool_)
+        contained = self._link(ctx, a[best], b[best], share[best], CONTAINED_EDGE_KIND)
+        self.near_linked_ = len(near_edges)
+        return Edges.concat([near_edges, contained]), contained.a
+
+    @staticmethod
+    def _link(ctx: DecideContext, a: np.ndarray, b: np.ndarray, score: np.ndarray, kind: int) -> Edges:
+        """Union each pair in order; the edges that joined two clusters."""
         ea: list[int] = []
         eb: list[int] = []
         es: list[float] = []
         uf = ctx.union_find
-        for x, y, s in zip(a.tolist(), b.tolist(), share.tolist()):
+        for x, y, s in zip(a.tolist(), b.tolist(), score.tolist()):
             if uf.union(x, y):
                 ea.append(x)
                 eb.append(y)
                 es.append(s)
-        edges = Edges(np.asarray(ea, np.int64), np.asarray(eb, np.int64), np.asarray(es, np.float32),
-                      np.full(len(ea), CONTAINED_EDGE_KIND, np.uint8))
-        return edges, np.asarray(ea, np.int64)
+        return Edges(np.asarray(ea, np.int64), np.asarray(eb, np.int64), np.asarray(es, np.float32),
+                     np.full(len(ea), kind, np.uint8))
 
     def _check_short(self, ctx: DecideContext, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
         """Which (short child, parent) candidates are contained over shingles, on the re-read texts."""
