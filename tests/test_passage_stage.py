@@ -188,3 +188,17 @@ def test_contained_both_ways_is_a_near_duplicate_and_the_keep_policy_decides(kee
     removed = "longer" if keep == "first" else "shorter"
     assert (rows[removed]["action"], rows[removed]["relation"], rows[removed]["decided_by"]) == (
         "remove", "near_duplicate", "passages")
+
+
+def test_an_excerpt_an_earlier_stage_linked_still_never_survives_its_parent() -> None:
+    rng = random.Random(12)
+    parent = [_sentence(rng) for _ in range(20)]
+    records = [{"id": "child", "text": " ".join(parent[2:15])}, {"id": "parent", "text": " ".join(parent)}]
+    # A low LSH threshold links the two as near duplicates before the passage stage runs.
+    cfg = PipelineConfig.from_dict({"select": {"keep": "first"}, "minhash": {"threshold": 0.5},
+                                    "sph": {"enabled": False}})
+    rows = {r["id"]: r for r in deduplicate(records, cfg).documents.to_pylist()}
+    assert (rows["child"]["action"], rows["child"]["decided_by"]) == ("remove", "lsh")
+    assert rows["parent"]["action"] == "keep"
+    passages = next(r for r in deduplicate(records, cfg).report["funnel"] if r["stage"] == "passages")
+    assert passages["details"]["contained"] == 1 and passages["docs_removed"] == 0

@@ -232,22 +232,30 @@ class PassageConfig:
     code-point offsets into the original text, an exact key and near keys (so a changed
     comma, case or typo still matches).
 
-    * **Containment** — a document whose passages are found in one bigger document for at
-      least ``containment`` of its passages (|A ∩ B| / |A|) is removed as ``contained_in``
-      it; the parent is kept whatever the keep policy. A document quoting a sentence or two
-      of another is not contained, and neither is a document with a block of its own: more
-      than ``max_novel_passages`` passages in a row found nowhere in the parent (one site's
-      template around another, shorter article). A child of fewer than ``short_child_passages`` passages
-      has no telling share: its candidates are re-read and it is contained only when its
-      shingle containment in the parent (:func:`semhash_llm.text.containment.shingle_containment`,
-      the smaller of character-4-gram and word-3-gram containment) is at least
-      ``short_containment``.
+    * **Containment** — a document with at least ``containment`` of its passages found in
+      another (|A ∩ B| / |A|; ``near_bands`` LSH bands of ``near_rows`` rows each, two of them
+      on one passage, or the exact key) is removed as ``contained_in`` it when the other holds
+      clearly more of its own (its unfound passages outnumber the child's by more than
+      ``max_novel_passages``, and it is at least ``parent_min_ratio`` times as long in
+      characters); the parent is kept whatever the keep policy. Otherwise the
+      two are versions of one text: an undirected ``near_duplicate`` edge (both of at least
+      ``short_child_passages`` passages), and the keep policy decides. A document quoting a
+      sentence or two of another is not contained, and neither is a document with a block of
+      its own: more than ``max_novel_passages`` prose passages in a row (and more than
+      ``max_novel_share`` of its passages) found nowhere in the parent — one site's template
+      around another, shorter article. A child of fewer than ``short_child_passages``
+      passages has no telling share: its candidates are re-read and it is contained only
+      when its shingle containment in the parent
+      (:func:`semhash_llm.text.containment.shingle_containment`, the smaller of
+      character-4-gram and word-3-gram containment) is at least ``short_containment``.
+      A key in more than ``max_group`` documents proposes no containment pairs.
     * **Viral fragments** — a passage of at least ``fragment_min_words`` tokens found in at
       least ``fragment_min_docs`` otherwise distinct documents (one duplicate cluster counts
       once) is cut from all of them but one (``fragment_keep``: the first document, or the
       longest); the hosts stay. A document never loses more than ``max_cut_share`` of its
-      text: past that it is left whole and counted. Passages in ``boilerplate_min_docs`` documents or more are
-      counted as boilerplate in the report, apart from rarer viral passages.
+      text: past that it is left whole and counted. Passages in ``boilerplate_min_docs``
+      documents or more are counted as boilerplate in the report, apart from rarer viral
+      passages.
     * Keys are counted in sorted runs spilled to disk past ``memory_budget_mb``.
     """
 
@@ -259,6 +267,7 @@ class PassageConfig:
     near_bands: int = 4
     near_rows: int = 3
     containment: float = 0.75
+    parent_min_ratio: float = 1.25
     max_novel_passages: int = 2
     max_novel_share: float = 0.1
     short_child_passages: int = 3
@@ -288,6 +297,7 @@ class PassageConfig:
         _check_int("PassageConfig", "fragment_min_docs", self.fragment_min_docs, 2)
         _check_int("PassageConfig", "fragment_min_words", self.fragment_min_words, 1)
         _check_choice("PassageConfig", "fragment_keep", self.fragment_keep, ("first", "longest"))
+        _check_float("PassageConfig", "parent_min_ratio", self.parent_min_ratio, 1.0, 1000.0)
         _check_int("PassageConfig", "max_novel_passages", self.max_novel_passages, 0, 1_000_000)
         _check_float("PassageConfig", "max_novel_share", self.max_novel_share, 0.0, 1.0)
         _check_int("PassageConfig", "short_child_passages", self.short_child_passages, 1, 1_000)

@@ -13,9 +13,14 @@ After the stream, in this order:
    passages. A child passage is *found* in another document when an exact key matches, or
    when at least ``MIN_NEAR_BANDS`` of its near keys (LSH bands) match *one* passage there:
    one band alone collides too easily on low-entropy text, and bands gathered over the
-   hundreds of passages of a long page are chance, not a copy. A document whose passages
-   are found in one other, bigger document for at least ``containment`` of them is a
-   candidate child of it, unless:
+   hundreds of passages of a long page are chance, not a copy. A document with at least
+   ``containment`` of its passages found in another document is a candidate child of it
+   when that document holds clearly more of its own (its passages not found in the child
+   outnumber the child's own by more than ``max_novel_passages``, and it is at least
+   ``parent_min_ratio`` times as long); two versions of one text
+   that each keep some of their own are linked by an undirected near-duplicate edge
+   (``PASSAGE_NEAR_EDGE_KIND``) instead, and the keep policy decides. A candidate child is
+   dropped when:
 
    * it has a block of its own — more than ``max_novel_passages`` prose passages in a row
      (and more than ``max_novel_share`` of its passages) found nowhere in the parent: the
@@ -380,9 +385,10 @@ class PassageStage:
         cfg = self.config
         # Directed or not? The parent must hold clearly more of its own than the child does:
         # passages of the parent found nowhere in the child exceed the child's own by more
-        # than max_novel_passages. Two versions of one text (an edited copy, an 80% excerpt)
-        # each have some passages of their own: that is a near duplicate, an undirected
-        # edge, and the keep policy picks the survivor.
+        # than max_novel_passages, and it is at least parent_min_ratio times as long. Two
+        # versions of one text (an edited copy, an 80% excerpt) each have some passages of
+        # their own: that is a near duplicate, an undirected edge, and the keep policy picks
+        # the survivor.
         n = max(ctx.num_docs, 1)
         key = a * n + b  # ascending: the pairs are sorted by (child, other)
         rkey = b * n + a
@@ -392,7 +398,8 @@ class PassageStage:
         child_own = npass[a] - counts
         parent_own = npass[b] - rev_count
         cand = share >= cfg.containment
-        directed = cand & (parent_own > child_own + cfg.max_novel_passages) & (npass[b] > npass[a])
+        longer = self._doc_chars[b] >= cfg.parent_min_ratio * self._doc_chars[a]
+        directed = cand & (parent_own > child_own + cfg.max_novel_passages) & (npass[b] > npass[a]) & longer
         reverse_directed = np.where(has_rev, directed[pos], False)
         big = (npass[a] >= cfg.short_child_passages) & (npass[b] >= cfg.short_child_passages)
         near = cand & ~directed & ~reverse_directed & big
@@ -424,7 +431,10 @@ class PassageStage:
         best = np.r_[True, a[1:] != a[:-1]] if a.size else np.zeros(0, np.bool_)
         contained = self._link(ctx, a[best], b[best], share[best], CONTAINED_EDGE_KIND)
         self.near_linked_ = len(near_edges)
-        return Edges.concat([near_edges, contained]), contained.a
+        # Every child is marked, also one that an earlier stage already put in its parent's
+        # cluster (an excerpt LSH or SPH linked as a near duplicate): the keep policy must
+        # not pick it over its parent there either.
+        return Edges.concat([near_edges, contained]), a[best]
 
     @staticmethod
     def _link(ctx: DecideContext, a: np.ndarray, b: np.ndarray, score: np.ndarray, kind: int) -> Edges:
