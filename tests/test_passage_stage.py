@@ -202,3 +202,14 @@ def test_an_excerpt_an_earlier_stage_linked_still_never_survives_its_parent() ->
     assert rows["parent"]["action"] == "keep"
     passages = next(r for r in deduplicate(records, cfg).report["funnel"] if r["stage"] == "passages")
     assert passages["details"]["contained"] == 1 and passages["docs_removed"] == 0
+
+
+def test_passages_follow_the_pipeline_normalization() -> None:
+    rng = random.Random(13)
+    parent = [_sentence(rng) for _ in range(14)]
+    records = [{"id": "parent", "text": " ".join(parent)}, {"id": "shouting", "text": " ".join(parent[3:9]).upper()}]
+    base = {"minhash": {"enabled": False}, "sph": {"enabled": False}}
+    folded = {r["id"]: r for r in deduplicate(records, PipelineConfig.from_dict(base)).documents.to_pylist()}
+    assert folded["shouting"]["relation"] == "contained_in"
+    cased = deduplicate(records, PipelineConfig.from_dict({**base, "normalize": {"lowercase": False}}))
+    assert [r["action"] for r in cased.documents.to_pylist()] == ["keep", "keep"]

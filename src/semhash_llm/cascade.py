@@ -202,7 +202,7 @@ STAGES: tuple[StageInfo, ...] = (
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
     StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
-              "(a passage in many documents is cut from all but one)", lambda cfg: PassageStage(cfg.passages)),
+              "(a passage in many documents is cut from all but one)", lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
 )
 """Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
 

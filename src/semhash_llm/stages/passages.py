@@ -52,7 +52,7 @@ from collections.abc import Iterator
 import numba as nb
 import numpy as np
 
-from semhash_llm.config import PassageConfig
+from semhash_llm.config import NormalizeConfig, PassageConfig
 from semhash_llm.sketch.spill import KeyOccurrences
 from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch
 from semhash_llm.text.containment import shingle_containment
@@ -200,8 +200,9 @@ class PassageStage:
 
     name = "passages"
 
-    def __init__(self, config: PassageConfig) -> None:
+    def __init__(self, config: PassageConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config
+        self.normalize = normalize or NormalizeConfig()
         # The budget: a quarter for exact keys (one per passage), half for near keys (one per
         # band) while streaming; the last quarter for the (passage, passage) records of
         # containment after the stream.
@@ -237,7 +238,8 @@ class PassageStage:
         cfg = self.config
         texts = [batch.texts[j] for j in docs.tolist()]
         pb = passages_batch(texts, min_words=cfg.min_words, max_words=cfg.max_words, window=cfg.window,
-                            stride=cfg.stride, near_bands=cfg.near_bands, near_rows=cfg.near_rows)
+                            stride=cfg.stride, near_bands=cfg.near_bands, near_rows=cfg.near_rows,
+                            normalize_config=self.normalize)
         gdoc = batch.index[docs][pb.doc]
         pid = np.arange(self._num_passages, self._num_passages + len(pb), dtype=np.int64)
         self._num_passages += len(pb)
@@ -462,7 +464,7 @@ class PassageStage:
         docs = np.unique(np.concatenate([a, b]))
         texts = dict(zip(docs.tolist(), ctx.read_texts(docs)))
         for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-            self.short_scores_[k] = shingle_containment(texts[x], texts[y])
+            self.short_scores_[k] = shingle_containment(texts[x], texts[y], config=self.normalize)
         return self.short_scores_ >= cfg.short_containment, int(a.size)
 
     # ---- viral fragments ----------------------------------------------------------------
