@@ -1,0 +1,1 @@
+"""Attention-Weighted MinHash: word n-grams weighted by how central the transformer finds them."""
