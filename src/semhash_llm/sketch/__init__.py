@@ -1,4 +1,5 @@
-"""Pure hashing kernels, free of I/O: Bloom filter, MinHash, LSH banding, union-find.
+"""Pure hashing kernels, free of I/O: Bloom filter, MinHash, weighted MinHash (CWS), LSH banding,
+union-find; document frequencies in a count-min sketch (``docfreq``).
 
 The one exception is ``spill``: key occurrences counted with bounded memory, spilling sorted
 runs to a temporary directory.
@@ -7,6 +8,7 @@ runs to a temporary directory.
 from __future__ import annotations
 
 from semhash_llm.sketch.bloom import BloomFilter, ScalableBloomFilter, bloom_parameters
+from semhash_llm.sketch.cws import cws_signatures, weighted_jaccard, weighted_jaccard_estimate
 from semhash_llm.sketch.lsh import lsh_probability, optimal_lsh_params
 from semhash_llm.sketch.minhash import MinHash, jaccard_estimate, minhash_permutations
 from semhash_llm.sketch.spill import KeyCountStats, KeyGroups, KeyOccurrences
@@ -19,6 +21,9 @@ __all__ = [
     "lsh_probability",
     "optimal_lsh_params",
     "MinHash",
+    "cws_signatures",
+    "weighted_jaccard",
+    "weighted_jaccard_estimate",
     "jaccard_estimate",
     "minhash_permutations",
     "UnionFind",
