@@ -202,7 +202,8 @@ STAGES: tuple[StageInfo, ...] = (
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
     StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
-              "(a passage in many documents is cut from all but one)", lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
+              "(a passage in many documents is cut from all but one)",
+              lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
 )
 """Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
 
@@ -280,7 +281,8 @@ class Cascade:
 
         # ---- after the stream: every stage decides, in order, into one union-find
         def read_texts(docs: np.ndarray) -> list[str]:
-            index, texts = self._read_texts(source, docs, file_index.view(), ordinal.view(), "check candidate pairs on their text")
+            index, texts = self._read_texts(source, docs, file_index.view(), ordinal.view(),
+                                            "check candidate pairs on their text")
             pos = {d: k for k, d in enumerate(index.tolist())}
             return [texts[pos[d]] for d in np.asarray(docs, dtype=np.int64).tolist()]
 
