@@ -213,3 +213,31 @@ def test_passages_follow_the_pipeline_normalization() -> None:
     assert folded["shouting"]["relation"] == "contained_in"
     cased = deduplicate(records, PipelineConfig.from_dict({**base, "normalize": {"lowercase": False}}))
     assert [r["action"] for r in cased.documents.to_pylist()] == ["keep", "keep"]
+
+
+def test_decisions_do_not_depend_on_batching_or_the_memory_budget() -> None:
+    rng = random.Random(14)
+    fragment = " ".join(_sentence(rng, 16) for _ in range(8))  # 8 passages in 30 hosts: ~35k pair records
+    records = []
+    for i in range(30):
+        parent = [_sentence(rng) for _ in range(14)]
+        records.append({"id": f"p{i}", "text": " ".join(parent)})
+        records.append({"id": f"c{i}", "text": " ".join(parent[2:9])})
+        records.append({"id": f"h{i}", "text": " ".join([_doc(rng, 6), fragment, _doc(rng, 6)])})
+    rng.shuffle(records)
+
+    def run(batch_size: int, budget_mb: int) -> list[dict]:
+        cfg = PipelineConfig.from_dict({"reader": {"batch_size": batch_size},
+                                        "passages": {"memory_budget_mb": budget_mb}})
+        result = deduplicate(records, cfg)
+        spilled = next(r for r in result.report["funnel"] if r["stage"] == "passages")["details"]["key_bytes_spilled"]
+        return [result.documents.to_pylist(), spilled]
+
+    base, spilled_base = run(1000, 256)
+    small, spilled_small = run(7, 4)  # 7 documents a batch; the smallest budget (4 MiB) spills sorted runs
+    assert spilled_base == 0 and spilled_small > 0
+    assert small == base
+    by_id = {r["id"]: r for r in base}
+    assert all((by_id[f"c{i}"]["action"], by_id[f"c{i}"]["duplicate_of"]) == ("remove", f"p{i}") for i in range(30))
+    assert sum(r["relation"] == "contained_in" for r in base) >= 28  # SPH may link an excerpt first
+    assert sum(bool(r["fragments"]) for r in base) == 29
