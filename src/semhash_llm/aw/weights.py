@@ -1,0 +1,92 @@
+"""Weighted shingles of a batch: the input of attention-weighted MinHash.
+
+Each token gets an importance, each shingle (the same word or character n-grams MinHash
+uses, :func:`~semhash_llm.text.tokenize.doc_shingles`) the importance of its *least*
+important token — a shingle that reaches into a menu line is chrome — times its IDF when a
+:class:`~semhash_llm.sketch.docfreq.DocumentFrequency` is given. The result is a CSR batch
+``(offsets, features, weights)`` that :func:`~semhash_llm.sketch.cws.cws_signatures` signs
+and :func:`~semhash_llm.sketch.cws.weighted_jaccard` compares.
+
+The importance here is the teacher-free line cue (:func:`line_cue_importance`): a logistic
+function of the number of tokens on the token's line, ``1 / (1 + exp(-(t - midpoint) /
+scale))``, scaled to mean 1 over the document. It is the strongest single signal measured so
+far for "this word is article, not chrome" (ROC AUC 0.919 on 176 real pages,
+``benchmarks/line_cues_report.py``; the teacher's attention reaches 0.65–0.79,
+``benchmarks/importance_report.py``). ``midpoint`` (8 tokens) and ``scale`` (2) are set a
+priori — about the length of a short sentence — not fitted to those pages, whose content may
+not train shipped weights. A document whose lines are all short (a list, a tweet) is not
+penalised against itself: the scaling to mean 1 keeps its shingles' relative weights, and
+weighted Jaccard compares two documents' weights, not absolute values.
+
+Measured on 20,000 synthetic documents of ~1.8 KB (281 shingles each, 2 cores): lines,
+importance and weighted shingles at 24,064 documents/s; their ICWS signatures (128 slots) at
+10,470 documents/s.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from semhash_llm.sketch.docfreq import DocumentFrequency
+from semhash_llm.text.lines import LineBatch
+from semhash_llm.text.tokenize import TokenizedBatch, doc_shingles
+
+__all__ = ["line_cue_importance", "weighted_shingles"]
+
+
+def line_cue_importance(tokens: TokenizedBatch, lines: LineBatch, midpoint: float = 8.0,
+                        scale: float = 2.0) -> np.ndarray:
+    """Per-token importance (``float32``, mean 1 over each document's tokens) from its line's length."""
+    if not (np.isfinite(midpoint) and np.isfinite(scale) and scale > 0):
+        raise ValueError(f"line_cue_importance needs a finite midpoint and a scale > 0; got midpoint={midpoint}, "
+                         f"scale={scale}")
+    if lines.tok_line.shape != tokens.tok_hashes.shape:
+        raise ValueError("line_cue_importance: the lines were not computed from these tokens "
+                         f"({lines.tok_line.size} token lines for {tokens.tok_hashes.size} tokens)")
+    t = lines.tokens[lines.tok_line].astype(np.float64)
+    raw = 1.0 / (1.0 + np.exp(-(t - midpoint) / scale))
+    counts = np.diff(tokens.tok_offsets)
+    doc = np.repeat(np.arange(counts.size), counts)
+    sums = np.bincount(doc, weights=raw, minlength=counts.size)
+    mean = sums / np.maximum(counts, 1)
+    return (raw / np.maximum(mean[doc], 1e-12)).astype(np.float32)
+
+
+@nb.njit(cache=True)
+def _shingle_weights(tok_offsets: np.ndarray, tok_hashes: np.ndarray, ngrams: np.ndarray, importance: np.ndarray,
+                     out_offsets: np.ndarray, features: np.ndarray, weights: np.ndarray) -> None:
+    for d in range(tok_offsets.shape[0] - 1):
+        s = tok_offsets[d]
+        e = tok_offsets[d + 1]
+        o = out_offsets[d]
+        k = doc_shingles(tok_hashes, s, e, ngrams[d], features[o:])
+        width = ngrams[d] if e - s >= ngrams[d] else e - s
+        for j in range(k):
+            w = importance[s + j]
+            for q in range(1, width):
+                if importance[s + j + q] < w:
+                    w = importance[s + j + q]
+            weights[o + j] = w
+
+
+def weighted_shingles(tokens: TokenizedBatch, importance: np.ndarray,
+                      idf: DocumentFrequency | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets, features, weights)``: every document's shingles (as MinHash makes them) with
+    the smallest importance of their tokens, times their IDF when ``idf`` is given."""
+    importance = np.ascontiguousarray(importance, dtype=np.float32)
+    if importance.shape != tokens.tok_hashes.shape:
+        raise ValueError(f"weighted_shingles needs one importance per token: {importance.size} for "
+                         f"{tokens.tok_hashes.size} tokens")
+    ntok = np.diff(tokens.tok_offsets)
+    width = np.minimum(tokens.ngrams, np.maximum(ntok, 1))
+    count = np.where(ntok > 0, ntok - width + 1, 0)
+    offsets = np.zeros(ntok.size + 1, dtype=np.int64)
+    np.cumsum(count, out=offsets[1:])
+    features = np.empty(int(offsets[-1]), dtype=np.uint64)
+    weights = np.empty(int(offsets[-1]), dtype=np.float32)
+    _shingle_weights(tokens.tok_offsets, tokens.tok_hashes, tokens.ngrams.astype(np.int64), importance, offsets,
+                     features, weights)
+    if idf is not None:
+        weights *= idf.idf(features)
+    return offsets, features, weights
