@@ -90,7 +90,7 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     kept = int(state.kept_mask().sum())
     skipped = len(state.skip_reasons)
     rows = {row.name: row for row in state.funnel}
-    removed = (state.selection.keeper != np.arange(n)) & (state.status != DocStatus.SKIPPED)
+    removed = ~state.kept_mask() & (state.status != DocStatus.SKIPPED)
     kinds = state.selection.via_kind[removed]
     contained = int(np.count_nonzero(kinds == CONTAINED_EDGE_KIND))
     exact = int(np.count_nonzero(kinds == 0))

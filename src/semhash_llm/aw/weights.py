@@ -55,19 +55,20 @@ def line_cue_importance(tokens: TokenizedBatch, lines: LineBatch, midpoint: floa
 
 @nb.njit(cache=True)
 def _shingle_weights(tok_offsets: np.ndarray, tok_hashes: np.ndarray, ngrams: np.ndarray, importance: np.ndarray,
-                     out_offsets: np.ndarray, features: np.ndarray, weights: np.ndarray) -> None:
+                     features: np.ndarray, weights: np.ndarray, counts: np.ndarray) -> None:
+    """Each document's shingles and weights at its token offsets (it has at most one shingle per token)."""
     for d in range(tok_offsets.shape[0] - 1):
         s = tok_offsets[d]
         e = tok_offsets[d + 1]
-        o = out_offsets[d]
-        k = doc_shingles(tok_hashes, s, e, ngrams[d], features[o:])
-        width = ngrams[d] if e - s >= ngrams[d] else e - s
+        k = doc_shingles(tok_hashes, s, e, ngrams[d], features[s:])
+        width = e - s - k + 1
         for j in range(k):
             w = importance[s + j]
             for q in range(1, width):
                 if importance[s + j + q] < w:
                     w = importance[s + j + q]
-            weights[o + j] = w
+            weights[s + j] = w
+        counts[d] = k
 
 
 def weighted_shingles(tokens: TokenizedBatch, importance: np.ndarray,
@@ -79,14 +80,17 @@ def weighted_shingles(tokens: TokenizedBatch, importance: np.ndarray,
         raise ValueError(f"weighted_shingles needs one importance per token: {importance.size} for "
                          f"{tokens.tok_hashes.size} tokens")
     ntok = np.diff(tokens.tok_offsets)
-    width = np.minimum(tokens.ngrams, np.maximum(ntok, 1))
-    count = np.where(ntok > 0, ntok - width + 1, 0)
+    features = np.empty(tokens.tok_hashes.size, dtype=np.uint64)
+    weights = np.empty(tokens.tok_hashes.size, dtype=np.float32)
+    counts = np.zeros(ntok.size, dtype=np.int64)
+    _shingle_weights(tokens.tok_offsets, tokens.tok_hashes, tokens.ngrams.astype(np.int64), importance, features,
+                     weights, counts)
     offsets = np.zeros(ntok.size + 1, dtype=np.int64)
-    np.cumsum(count, out=offsets[1:])
-    features = np.empty(int(offsets[-1]), dtype=np.uint64)
-    weights = np.empty(int(offsets[-1]), dtype=np.float32)
-    _shingle_weights(tokens.tok_offsets, tokens.tok_hashes, tokens.ngrams.astype(np.int64), importance, offsets,
-                     features, weights)
+    np.cumsum(counts, out=offsets[1:])
+    # Keep each document's first counts[d] slots.
+    rank = np.arange(features.size) - np.repeat(tokens.tok_offsets[:-1], ntok)
+    keep = rank < np.repeat(counts, ntok)
+    features, weights = features[keep], weights[keep]
     if idf is not None:
         weights *= idf.idf(features)
     return offsets, features, weights

@@ -79,6 +79,8 @@ from typing import Literal
 import numba as nb
 import numpy as np
 
+from semhash_llm.text.tokenize import mix64
+
 __all__ = [
     "CWSMethod",
     "CWS_METHODS",
@@ -100,15 +102,10 @@ EMPTY_SLOT = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 _MODE = {"icws": 0, "icws-reference": 1, "0bit": 2}
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _T_SALT = np.uint64(0xD6E8FEB86659FD93)
 _S1 = np.uint64(1)
 _S11 = np.uint64(11)
-_S27 = np.uint64(27)
-_S30 = np.uint64(30)
-_S31 = np.uint64(31)
 _S32 = np.uint64(32)
 _LO32 = np.uint64(0xFFFFFFFF)
 _INV32 = 1.0 / 4294967296.0
@@ -119,14 +116,6 @@ _PRUNE_MARGIN = 1.0 + 1e-9
 # Thresholds (slot minimum times the feature's weight) below this are not used for skipping: near the
 # subnormal range products lose relative precision, and the pair is then computed exactly instead.
 _PRUNE_FLOOR = 1e-290
-
-
-@nb.njit(inline="always", cache=True)
-def _mix64(x: np.uint64) -> np.uint64:
-    """A bijective 64-bit finalizer with full avalanche (SplitMix64's output function)."""
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
-    return x ^ (x >> _S31)
 
 
 @nb.njit(inline="always", cache=True)
@@ -227,14 +216,14 @@ def _sign_one(
         idx = order[oi]
         f = uf[idx]
         s = uw[idx]
-        key = _mix64(f ^ seed_key)
+        key = mix64(f ^ seed_key)
         # Pass 1 (branch-free, vectorizes): the uniforms u1..u4 of every slot and whether the slot's
         # candidate can beat the slot minimum. a = c exp(-r (t - beta + 1)) >= c exp(-r) / s = c u1 u2 / s
         # and c = -ln(u3 u4) >= 1 - u3 u4, so a candidate whose bound exceeds the minimum is skipped.
         s_margin = s * _PRUNE_MARGIN
         for j in range(num_perm):
-            a12 = _uniform_product(_mix64(key ^ k0[j]))
-            a34 = _uniform_product(_mix64(key ^ k1[j]))
+            a12 = _uniform_product(mix64(key ^ k0[j]))
+            a34 = _uniform_product(mix64(key ^ k1[j]))
             p12[j] = a12
             p34[j] = a34
             thr = cur_lin[j] * s_margin
@@ -248,7 +237,7 @@ def _sign_one(
             if not have_ln_s:
                 ln_s = math.log(s)
                 have_ln_s = True
-            w3 = _mix64(key ^ k2[j])
+            w3 = mix64(key ^ k2[j])
             beta = (np.float64(np.int64(w3 >> _S11)) + 0.5) * _INV53
             r = -math.log(p12[j])
             c = -math.log(p34[j])
@@ -261,9 +250,9 @@ def _sign_one(
                 best_t[j] = np.int64(t)
     for j in range(num_perm):
         if mode == 2:
-            out[j] = _mix64(best_f[j]) >> _S1
+            out[j] = mix64(best_f[j]) >> _S1
         else:
-            out[j] = _mix64(_mix64(best_f[j]) + np.uint64(best_t[j]) * _GOLDEN + _T_SALT) >> _S1
+            out[j] = mix64(mix64(best_f[j]) + np.uint64(best_t[j]) * _GOLDEN + _T_SALT) >> _S1
 
 
 @nb.njit(cache=True, parallel=True)

@@ -21,7 +21,8 @@ without spaces); for text mostly in such scripts the character side uses ``cjk_n
 from __future__ import annotations
 
 from semhash_llm.config import NormalizeConfig
-from semhash_llm.text.normalize import CharClass, char_classes, normalize
+from semhash_llm.text.normalize import CharClass, char_classes
+from semhash_llm.text.tokenize import tokens
 
 __all__ = ["tokens_of", "shingle_containment"]
 
@@ -29,25 +30,9 @@ __all__ = ["tokens_of", "shingle_containment"]
 def tokens_of(text: str, config: NormalizeConfig | None = None) -> tuple[list[str], int]:
     """The canonical tokens of ``text`` and how many are single characters of no-space scripts."""
     cfg = config or NormalizeConfig()
+    toks = tokens(text, cfg)
     classes = char_classes(cfg.strip_punctuation)
-    out: list[str] = []
-    word: list[str] = []
-    nospace = 0
-    for ch in normalize(text, cfg):
-        cp = ord(ch)
-        c = classes[cp] if cp < classes.shape[0] else CharClass.WORD
-        if c == CharClass.WORD:
-            word.append(ch)
-            continue
-        if word:
-            out.append("".join(word))
-            word = []
-        if c == CharClass.NO_SPACE:
-            out.append(ch)
-            nospace += 1
-    if word:
-        out.append("".join(word))
-    return out, nospace
+    return toks, sum(1 for t in toks if len(t) == 1 and classes[ord(t)] == CharClass.NO_SPACE)
 
 
 def _char_grams(tokens: list[str], n: int) -> set[str]:

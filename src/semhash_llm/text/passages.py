@@ -103,7 +103,7 @@ import numpy as np
 
 from semhash_llm.config import ConfigError, NormalizeConfig
 from semhash_llm.text.normalize import CharClass, char_classes, normalize
-from semhash_llm.text.tokenize import encode_batch, mix64
+from semhash_llm.text.tokenize import _put_utf8, encode_batch, mix64
 
 __all__ = [
     "PassageBatch",
@@ -687,27 +687,6 @@ def _blake2b_into(
         t += _U64(take)
         pos += take
         _compress(h, m, v, t, pos == n)
-
-
-@nb.njit(inline="always", cache=True)
-def _put_utf8(out: np.ndarray, pos: int, cp: np.uint32) -> int:
-    if cp < 0x80:
-        out[pos] = cp
-        return pos + 1
-    if cp < 0x800:
-        out[pos] = 0xC0 | (cp >> 6)
-        out[pos + 1] = 0x80 | (cp & 0x3F)
-        return pos + 2
-    if cp < 0x10000:
-        out[pos] = 0xE0 | (cp >> 12)
-        out[pos + 1] = 0x80 | ((cp >> 6) & 0x3F)
-        out[pos + 2] = 0x80 | (cp & 0x3F)
-        return pos + 3
-    out[pos] = 0xF0 | (cp >> 18)
-    out[pos + 1] = 0x80 | ((cp >> 12) & 0x3F)
-    out[pos + 2] = 0x80 | ((cp >> 6) & 0x3F)
-    out[pos + 3] = 0x80 | (cp & 0x3F)
-    return pos + 4
 
 
 _EMPTY = np.uint32(0xFFFFFFFF)
