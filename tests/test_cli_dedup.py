@@ -55,7 +55,7 @@ def test_exact_and_near_duplicates_found(corpus, tmp_path: Path, capsys) -> None
     assert kept[0]["text"] == records[0]["text"]  # the original text, not the normalized one
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["removed"] == len(truth)
-    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "lsh", "sph", "passages", "select", "write"]
+    assert [s["stage"] for s in report["funnel"]] == ["read", "bloom", "lsh", "aw", "sph", "passages", "select", "write"]
     for row in report["funnel"][1:5]:  # every stage's row is recorded the same way
         assert {"docs_in", "docs_out", "docs_removed", "pairs_in", "pairs_out", "seconds", "peak_rss_mb"} <= set(row)
         assert row["docs_out"] == row["docs_in"] - row["docs_removed"]
@@ -103,7 +103,7 @@ def test_no_bloom_still_finds_exact_copies_via_lsh(corpus, tmp_path: Path) -> No
     for dup in truth:
         assert (docs[dup]["relation"], docs[dup]["decided_by"]) == ("near_duplicate", "lsh"), dup
     report = json.loads((tmp_path / "o" / "report.json").read_text())
-    assert [s["stage"] for s in report["funnel"]][:3] == ["read", "lsh", "sph"]  # no bloom row
+    assert [s["stage"] for s in report["funnel"]][:3] == ["read", "lsh", "aw"]  # no bloom row
 
 
 def test_symbol_only_documents_are_exact_duplicates(tmp_path: Path) -> None:

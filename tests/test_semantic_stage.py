@@ -38,7 +38,7 @@ def test_without_sph_the_pair_stays() -> None:
     rows = _rows(PipelineConfig.from_dict({"sph": {"enabled": False}}))
     assert rows["b"]["action"] == "keep"
     # A stage that is off is not in the cascade at all: no funnel row.
-    assert [s["stage"] for s in rows["_report"]["funnel"]] == ["read", "bloom", "lsh", "passages", "select"]
+    assert [s["stage"] for s in rows["_report"]["funnel"]] == ["read", "bloom", "lsh", "aw", "passages", "select"]
 
 
 def test_lexical_floor_guards_sph_pairs() -> None:

@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 
 from semhash_llm.sketch import BloomFilter, MinHash, ScalableBloomFilter, UnionFind, bloom_parameters
-from semhash_llm.sketch.lsh import band_key_column, band_keys, link_band, lsh_probability, optimal_lsh_params
+from semhash_llm.sketch.lsh import (
+    Confirmation,
+    band_key_column,
+    band_keys,
+    link_band,
+    lsh_probability,
+    optimal_lsh_params,
+)
 from semhash_llm.sketch.minhash import minhash_into, minhash_permutations
 from semhash_llm.sketch.unionfind import cluster_roots
 
@@ -173,7 +180,9 @@ def _link_first_band(sigs: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray
     ea, eb = np.empty(n, np.int64), np.empty(n, np.int64)
     es = np.empty(n, np.float32)
     counters = np.zeros(4, np.int64)
-    link_band(order, col, sigs, np.arange(n, dtype=np.int64), parent, 26, max_bucket_size, ea, eb, es, counters)
+    c = Confirmation.plain(sigs, 26)
+    link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, np.arange(n, dtype=np.int64),
+              parent, max_bucket_size, ea, eb, es, counters)
     return cluster_roots(parent, np.arange(n, dtype=np.int64)), eb, counters
 
 

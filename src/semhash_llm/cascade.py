@@ -1,4 +1,4 @@
-"""The cascade: read → normalize → stages (Bloom exact → MinHash LSH → SPH …) → cluster → select.
+"""The cascade: read → normalize → stages (Bloom exact → MinHash LSH → AW-MinHash → SPH …) → cluster → select.
 
 :class:`Cascade` streams a :class:`~semhash_llm.io.sources.Source` in batches and runs a loop
 over the configured stages (:data:`STAGES`), each behind the one protocol of
@@ -32,6 +32,7 @@ from semhash_llm.stages.exact import BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.passages import PassageStage
 from semhash_llm.stages.semantic import SPHStage
+from semhash_llm.stages.weighted import AWMinHashStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 
@@ -199,6 +200,9 @@ STAGES: tuple[StageInfo, ...] = (
               "every hit confirmed", lambda cfg: BloomExactStage(cfg.bloom)),
     StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate",
               lambda cfg: MinHashLSHStage(cfg.minhash)),
+    StageInfo("aw", "aw", "near duplicates by weighted Jaccard: shingles weighted by distilled attention "
+              "importance x IDF, ICWS signatures, entropy-adaptive banding; confirms the lsh and sph pairs too",
+              lambda cfg: AWMinHashStage(cfg.aw, cfg.normalize)),
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
     StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
@@ -256,11 +260,12 @@ class Cascade:
                     st[j] = DocStatus.SKIPPED
                     skip_reasons[n + j] = err
             lengths.extend(np.fromiter((len(t) for t in texts), dtype=np.int64, count=size))
-            tb = tokenize_batch(normalize_batch(texts, cfg.normalize), classes, cfg.shingle)
+            normalized = normalize_batch(texts, cfg.normalize)
+            tb = tokenize_batch(normalized, classes, cfg.shingle)
             st[(tb.num_tokens == 0) & (st == DocStatus.OK)] = DocStatus.NO_TOKENS
             status.extend(st)
             read.seconds += time.perf_counter() - t0
-            sb = StreamBatch(np.arange(n, n + size, dtype=np.int64), texts, tb, st, st == DocStatus.OK)
+            sb = StreamBatch(np.arange(n, n + size, dtype=np.int64), texts, tb, st, st == DocStatus.OK, normalized)
             for stage in stages:
                 t1 = time.perf_counter()
                 stage.process(sb)
@@ -345,9 +350,10 @@ class Cascade:
         if not stages:
             return 0
         index, texts = self._read_texts(source, docs, file_index, ordinal, "repair Bloom false positives")
-        tb = tokenize_batch(normalize_batch(texts, self.config.normalize), classes, self.config.shingle)
+        normalized = normalize_batch(texts, self.config.normalize)
+        tb = tokenize_batch(normalized, classes, self.config.shingle)
         st = status[index].copy()
-        batch = StreamBatch(index, texts, tb, st, st == DocStatus.OK)
+        batch = StreamBatch(index, texts, tb, st, st == DocStatus.OK, normalized)
         for stage in stages:
             stage.process(batch)
         return int(index.size)

@@ -88,6 +88,22 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
                    help="Jaccard floor that confirms an SPH candidate")
     g.add_argument("--sph-model", dest="sph.student_path",
                    help="folder of a student trained by `semhash-llm train sph`")
+    g = p.add_argument_group("AW-MinHash: weighted Jaccard of importance x IDF weighted shingles")
+    g.add_argument("--no-aw", dest="aw.enabled", action="store_const", const=False,
+                   help="turn AW-MinHash off (plain MinHash confirms the lsh and sph pairs)")
+    g.add_argument("--importance", dest="aw.importance", choices=["model", "line", "teacher"],
+                   help="token importance: the distilled attention model, the line cue alone, or the teacher itself "
+                   "(slow: small corpora and checks)")
+    g.add_argument("--importance-model", dest="aw.importance_model",
+                   help="importance.npz written by `semhash-llm train importance` (default: the shipped one)")
+    g.add_argument("--aw-threshold", dest="aw.threshold", type=float,
+                   help="weighted Jaccard that accepts an AW-MinHash candidate")
+    g.add_argument("--aw-idf", dest="aw.idf", action="store_const", const=True,
+                   help="multiply each shingle's weight by the mean IDF of its tokens (corpus document frequencies)")
+    g.add_argument("--no-aw-confirm", dest="aw.confirm", action="store_const", const=False,
+                   help="let lsh and sph confirm their pairs on plain MinHash while AW-MinHash runs")
+    g.add_argument("--aw-idf-sample", dest="aw.idf_sample", type=int,
+                   help="documents whose token frequencies make the IDF (the first ones of the input)")
     g = p.add_argument_group("passages: containment (type D) and viral fragments (type E)")
     g.add_argument("--no-passages", dest="passages.enabled", action="store_const", const=False,
                    help="turn the passage stage off")
@@ -302,6 +318,11 @@ def _add_train_parser(sub: Any) -> None:
     tp = tsub.add_parser("sph", help="distil the student and learn the SPH hyperplanes")
     add_train_sph_arguments(tp)
     tp.set_defaults(func=lambda a: run_train_sph_command(a))
+    from semhash_llm.train.importance import add_train_importance_arguments, run_train_importance_command
+
+    tp = tsub.add_parser("importance", help="distil the teacher's attention importance into the AW-MinHash table")
+    add_train_importance_arguments(tp)
+    tp.set_defaults(func=lambda a: run_train_importance_command(a))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "NormalizeConfig",
     "ShingleConfig",
     "BloomConfig",
+    "AWConfig",
     "MinHashConfig",
     "PassageConfig",
     "SelectConfig",
@@ -224,6 +225,81 @@ class MinHashConfig:
 
 
 @dataclass(frozen=True)
+class AWConfig:
+    """Attention-weighted MinHash: near duplicates by *weighted* Jaccard of importance-weighted shingles.
+
+    Every shingle (MinHash's own) weighs its least important token's importance times the mean
+    IDF of its tokens. ``importance``: ``"model"`` (the distilled attention importance of
+    :mod:`semhash_llm.aw.importance`, ``importance_model`` or the shipped one, times the line
+    cue), ``"line"`` (the line cue alone: a logistic of the tokens on the token's line) or
+    ``"teacher"`` (the transformer's attention itself, times the line cue; tens of documents a
+    second, for small corpora and checks). ``idf`` (off by default: on the development benchmark
+    it lowers the weighted Jaccard of wrapped copies, README): each shingle's weight is also
+    multiplied by the mean IDF of its tokens, with document frequencies counted over the first
+    ``idf_sample`` documents of the input (a count-min sketch plus a ``wordfreq`` prior for
+    small inputs) and frozen before any signature is made, so the weights never depend on
+    where in the input a document sits.
+
+    ICWS signatures of ``num_perm`` slots collide with probability equal to the weighted
+    Jaccard. Banding is entropy-adaptive and nested: every document enters the first
+    ``bands_diffuse`` bands of ``rows_per_band`` slots; a *focused* one (``exp(H) / k`` of its
+    ``k`` shingle weights, the share of its shingles that carry its weight, at most
+    ``focus_share``: chrome discounted, weight concentrated on its content) enters
+    ``bands_focused`` bands, so two documents meet in the bands they share, the smaller count.
+    Only documents of at least ``min_lines`` lines with tokens are banded: a text of one line has
+    no chrome to discount, and plain MinHash LSH decides it at its own threshold. A candidate
+    is accepted when its weighted Jaccard estimate reaches ``threshold``. With the
+    stage on, the ``lsh`` and ``sph`` stages confirm their candidates on these signatures too
+    (``confirm``): shared page chrome confirms nothing.
+    """
+
+    enabled: bool = True
+    importance: Literal["model", "line", "teacher"] = "model"
+    importance_model: str | None = None
+    idf: bool = False
+    idf_sample: int = 20_000
+    num_perm: int = 128
+    rows_per_band: int = 4
+    bands_diffuse: int = 16
+    bands_focused: int = 32
+    focus_share: float = 0.9
+    min_lines: int = 2
+    threshold: float = 0.5
+    confirm: bool = True
+    max_bucket_size: int = 32
+    line_midpoint: float = 8.0
+    line_scale: float = 2.0
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        owner = "AWConfig"
+        _check_bool(owner, "enabled", self.enabled)
+        _check_choice(owner, "importance", self.importance, ("model", "line", "teacher"))
+        if self.importance_model is not None and (not isinstance(self.importance_model, str) or not self.importance_model):
+            _fail(owner, "importance_model", "a path to an importance.npz or None (the shipped model)",
+                  self.importance_model)
+        _check_bool(owner, "idf", self.idf)
+        _check_int(owner, "idf_sample", self.idf_sample, 1, 10_000_000)
+        _check_int(owner, "num_perm", self.num_perm, 8, 1024)
+        _check_int(owner, "rows_per_band", self.rows_per_band, 1, 64)
+        _check_int(owner, "bands_diffuse", self.bands_diffuse, 1, 1024)
+        _check_int(owner, "bands_focused", self.bands_focused, 1, 1024)
+        if self.bands_focused < self.bands_diffuse:
+            _fail(owner, "bands_focused", f"an int >= bands_diffuse ({self.bands_diffuse})", self.bands_focused)
+        if self.bands_focused * self.rows_per_band > self.num_perm:
+            _fail(owner, "bands_focused", f"an int with bands_focused * rows_per_band <= num_perm ({self.num_perm})",
+                  self.bands_focused)
+        _check_float(owner, "focus_share", self.focus_share, 0.0, 1.0)
+        _check_int(owner, "min_lines", self.min_lines, 1, 1_000_000)
+        _check_float(owner, "threshold", self.threshold, 0.0, 1.0, lo_open=True)
+        _check_bool(owner, "confirm", self.confirm)
+        _check_int(owner, "max_bucket_size", self.max_bucket_size, 2, 1_000_000)
+        _check_float(owner, "line_midpoint", self.line_midpoint, 0.0, 1000.0)
+        _check_float(owner, "line_scale", self.line_scale, 0.0, 1000.0, lo_open=True)
+        _check_int(owner, "seed", self.seed, 0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
 class PassageConfig:
     """Passage granularity (types D and E): containment of one document in another, and viral fragments.
 
@@ -358,6 +434,7 @@ _SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "minhash": MinHashConfig,
     "sph": SPHConfig,
+    "aw": AWConfig,
     "passages": PassageConfig,
     "select": SelectConfig,
     "output": OutputConfig,
@@ -378,6 +455,7 @@ class PipelineConfig:
     bloom: BloomConfig = field(default_factory=BloomConfig)
     minhash: MinHashConfig = field(default_factory=MinHashConfig)
     sph: SPHConfig = field(default_factory=SPHConfig)
+    aw: AWConfig = field(default_factory=AWConfig)
     passages: PassageConfig = field(default_factory=PassageConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)

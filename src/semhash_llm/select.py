@@ -25,6 +25,7 @@ EDGE_KINDS: dict[int, tuple[str, str]] = {
     2: ("near_duplicate", "sph"),
     3: ("contained_in", "passages"),
     4: ("near_duplicate", "passages"),
+    5: ("near_duplicate", "aw"),
 }
 
 

@@ -53,15 +53,22 @@ def test_shingles_are_minhashs_and_menu_shingles_weigh_less() -> None:
     assert offsets[-1] == offsets[-2]  # the empty text has no shingle
 
 
-def test_idf_multiplies_the_weights() -> None:
+def test_idf_multiplies_the_weights_by_the_mean_idf_of_the_shingle_tokens() -> None:
     rng = random.Random(1)
     tb, lb = _batch([_prose(rng, 3), _prose(rng, 3)])
     imp = line_cue_importance(tb, lb)
     df = DocumentFrequency(width_bits=12)
-    df.add(*weighted_shingles(tb, imp)[:2])
+    df.add(tb.tok_offsets, tb.tok_hashes)
+    tok_idf = df.idf(tb.tok_hashes)
     o, f, plain = weighted_shingles(tb, imp)
-    _, _, with_idf = weighted_shingles(tb, imp, df)
-    assert np.allclose(with_idf, plain * df.idf(f))
+    _, f2, with_idf = weighted_shingles(tb, imp, tok_idf)
+    assert np.array_equal(f, f2)
+    n = int(tb.ngrams[0])  # word n-grams of document 0: shingle j covers tokens j .. j + n - 1
+    s = int(tb.tok_offsets[0])
+    expect = np.array([tok_idf[s + j : s + j + n].mean() for j in range(int(o[1]))])
+    assert np.allclose(with_idf[: o[1]], plain[: o[1]] * expect, rtol=1e-5)
+    with pytest.raises(ValueError, match="one token_idf per token"):
+        weighted_shingles(tb, imp, tok_idf[:3])
 
 
 def test_chrome_stops_counting_in_both_directions() -> None:

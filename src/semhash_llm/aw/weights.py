@@ -2,8 +2,10 @@
 
 Each token gets an importance, each shingle (the same word or character n-grams MinHash
 uses, :func:`~semhash_llm.text.tokenize.doc_shingles`) the importance of its *least*
-important token — a shingle that reaches into a menu line is chrome — times its IDF when a
-:class:`~semhash_llm.sketch.docfreq.DocumentFrequency` is given. The result is a CSR batch
+important token — a shingle that reaches into a menu line is chrome — times the mean IDF of
+its tokens when token IDFs are given (from a
+:class:`~semhash_llm.sketch.docfreq.DocumentFrequency` over token hashes: the mean, not the
+minimum, so that a shingle holding "the" still counts by its other words). The result is a CSR batch
 ``(offsets, features, weights)`` that :func:`~semhash_llm.sketch.cws.cws_signatures` signs
 and :func:`~semhash_llm.sketch.cws.weighted_jaccard` compares.
 
@@ -28,7 +30,6 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from semhash_llm.sketch.docfreq import DocumentFrequency
 from semhash_llm.text.lines import LineBatch
 from semhash_llm.text.tokenize import TokenizedBatch, doc_shingles
 
@@ -55,7 +56,8 @@ def line_cue_importance(tokens: TokenizedBatch, lines: LineBatch, midpoint: floa
 
 @nb.njit(cache=True)
 def _shingle_weights(tok_offsets: np.ndarray, tok_hashes: np.ndarray, ngrams: np.ndarray, importance: np.ndarray,
-                     features: np.ndarray, weights: np.ndarray, counts: np.ndarray) -> None:
+                     token_idf: np.ndarray, use_idf: bool, features: np.ndarray, weights: np.ndarray,
+                     counts: np.ndarray) -> None:
     """Each document's shingles and weights at its token offsets (it has at most one shingle per token)."""
     for d in range(tok_offsets.shape[0] - 1):
         s = tok_offsets[d]
@@ -64,33 +66,39 @@ def _shingle_weights(tok_offsets: np.ndarray, tok_hashes: np.ndarray, ngrams: np
         width = e - s - k + 1
         for j in range(k):
             w = importance[s + j]
+            idf = token_idf[s + j] if use_idf else 1.0
             for q in range(1, width):
                 if importance[s + j + q] < w:
                     w = importance[s + j + q]
-            weights[s + j] = w
+                if use_idf:
+                    idf += token_idf[s + j + q]
+            weights[s + j] = w * (idf / width if use_idf else 1.0)
         counts[d] = k
 
 
 def weighted_shingles(tokens: TokenizedBatch, importance: np.ndarray,
-                      idf: DocumentFrequency | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      token_idf: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(offsets, features, weights)``: every document's shingles (as MinHash makes them) with
-    the smallest importance of their tokens, times their IDF when ``idf`` is given."""
+    the smallest importance of their tokens, times the mean of their tokens' ``token_idf``
+    (one per token, e.g. ``DocumentFrequency.idf(tokens.tok_hashes)``) when it is given."""
     importance = np.ascontiguousarray(importance, dtype=np.float32)
     if importance.shape != tokens.tok_hashes.shape:
         raise ValueError(f"weighted_shingles needs one importance per token: {importance.size} for "
+                         f"{tokens.tok_hashes.size} tokens")
+    use_idf = token_idf is not None
+    idf = np.ascontiguousarray(token_idf if token_idf is not None else np.empty(0), dtype=np.float32)
+    if use_idf and idf.shape != tokens.tok_hashes.shape:
+        raise ValueError(f"weighted_shingles needs one token_idf per token: {idf.size} for "
                          f"{tokens.tok_hashes.size} tokens")
     ntok = np.diff(tokens.tok_offsets)
     features = np.empty(tokens.tok_hashes.size, dtype=np.uint64)
     weights = np.empty(tokens.tok_hashes.size, dtype=np.float32)
     counts = np.zeros(ntok.size, dtype=np.int64)
-    _shingle_weights(tokens.tok_offsets, tokens.tok_hashes, tokens.ngrams.astype(np.int64), importance, features,
-                     weights, counts)
+    _shingle_weights(tokens.tok_offsets, tokens.tok_hashes, tokens.ngrams.astype(np.int64), importance, idf, use_idf,
+                     features, weights, counts)
     offsets = np.zeros(ntok.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     # Keep each document's first counts[d] slots.
     rank = np.arange(features.size) - np.repeat(tokens.tok_offsets[:-1], ntok)
     keep = rank < np.repeat(counts, ntok)
-    features, weights = features[keep], weights[keep]
-    if idf is not None:
-        weights *= idf.idf(features)
-    return offsets, features, weights
+    return offsets, features[keep], weights[keep]

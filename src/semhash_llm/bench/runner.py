@@ -58,7 +58,7 @@ __all__ = [
 ABLATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sph": ("SPH", ("sph",)),
     "passages": ("passages", ("passages",)),
-    "aw": ("AW-MinHash", ("awminhash", "aw_minhash")),
+    "aw": ("AW-MinHash", ("aw", "awminhash", "aw_minhash")),
     "mgfn": ("MGFN", ("mgfn", "verify", "verifier")),
     "judge": ("LLM judge", ("judge",)),
 }

@@ -16,6 +16,7 @@ documents that share a band yet differ pairwise — exactly the pairs that must 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
@@ -23,7 +24,8 @@ import numpy as np
 from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
-__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs"]
+__all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs",
+           "Confirmation"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -92,42 +94,81 @@ def band_key_column(sigs: np.ndarray, band: int, rows_per_band: int) -> np.ndarr
 @nb.njit(cache=True)
 def _try_pair(
     sigs: np.ndarray,
+    min_equal: int,
+    alt_sigs: np.ndarray,
+    alt_min_equal: int,
+    use_alt: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
     x: int,
     y: int,
-    min_equal: int,
     edges_a: np.ndarray,
     edges_b: np.ndarray,
     edges_s: np.ndarray,
     counters: np.ndarray,
 ) -> int:
-    """0: already linked; 1: compared and linked; 2: compared and rejected."""
+    """0: already linked; 1: compared and linked; 2: compared and rejected.
+
+    The pair is compared on ``alt_sigs`` (at least ``alt_min_equal`` equal slots) when
+    ``use_alt`` marks either row, else on ``sigs`` (at least ``min_equal``)."""
     gx = rows[x]
     gy = rows[y]
     if uf_find(parent, gx) == uf_find(parent, gy):
         return 0
     counters[1] += 1
-    same = equal_slots(sigs, x, y)
-    if same < min_equal:
+    if use_alt[x] or use_alt[y]:
+        same = equal_slots(alt_sigs, x, y)
+        need = alt_min_equal
+        width = alt_sigs.shape[1]
+    else:
+        same = equal_slots(sigs, x, y)
+        need = min_equal
+        width = sigs.shape[1]
+    if same < need:
         return 2
     uf_union(parent, gx, gy)
     e = counters[2]
     edges_a[e] = gx
     edges_b[e] = gy
-    edges_s[e] = same / sigs.shape[1]
+    edges_s[e] = same / width
     counters[2] += 1
     return 1
 
 
-@nb.njit(cache=True)
+@dataclass(frozen=True)
+class Confirmation:
+    """How candidate pairs of signature rows are confirmed: on ``sigs`` with at least ``min_equal``
+    equal slots, or — for a pair where ``use_alt`` marks either row — on ``alt_sigs`` (the same
+    rows, e.g. AW-MinHash's weighted signatures) with at least ``alt_min_equal``."""
+
+    sigs: np.ndarray
+    min_equal: int
+    alt_sigs: np.ndarray
+    alt_min_equal: int
+    use_alt: np.ndarray
+
+    @classmethod
+    def plain(cls, sigs: np.ndarray, min_equal: int) -> Confirmation:
+        """Every pair on ``sigs``."""
+        return cls(sigs, min_equal, sigs, min_equal, np.zeros(sigs.shape[0], dtype=np.bool_))
+
+    def __post_init__(self) -> None:
+        n = self.sigs.shape[0]
+        if self.alt_sigs.shape[0] != n or self.use_alt.shape != (n,):
+            raise ValueError(f"Confirmation: {n} signature rows but {self.alt_sigs.shape[0]} alternative rows and "
+                             f"{self.use_alt.shape} use_alt flags")
+
+
 def link_band(
     order: np.ndarray,
     keys: np.ndarray,
     sigs: np.ndarray,
+    min_equal: int,
+    alt_sigs: np.ndarray,
+    alt_min_equal: int,
+    use_alt: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
-    min_equal: int,
     max_bucket_size: int,
     edges_a: np.ndarray,
     edges_b: np.ndarray,
@@ -138,8 +179,8 @@ def link_band(
 
     ``order`` sorts the signature rows by ``keys`` (stable, so each bucket lists its rows in
     input order); ``rows[i]`` is the global document index of signature row ``i``, the
-    element that ``parent`` (the union-find) holds. Accepted pairs are appended to the edge
-    arrays. ``counters``: proposed, compared, accepted, star rounds in big buckets.
+    element that ``parent`` (the union-find) holds. Pairs are confirmed as :class:`Confirmation`
+    says (pass its fields). Accepted pairs are appended to the edge arrays. ``counters``: proposed, compared, accepted, star rounds in big buckets.
     Every member of a big bucket ends linked to a centre or as a centre: none is left over.
     """
     n = order.shape[0]
@@ -156,8 +197,8 @@ def link_band(
                 counters[0] += size * (size - 1) // 2
                 for i in range(start, end):
                     for j in range(i + 1, end):
-                        _try_pair(sigs, rows, parent, order[i], order[j], min_equal,
-                                  edges_a, edges_b, edges_s, counters)
+                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent, order[i],
+                                  order[j], edges_a, edges_b, edges_s, counters)
             else:
                 if pending.shape[0] < size:
                     pending = np.empty(size, dtype=np.int64)
@@ -171,8 +212,8 @@ def link_band(
                     counters[3] += 1
                     kept = 0
                     for i in range(m):
-                        if _try_pair(sigs, rows, parent, pending[i], rep, min_equal,
-                                     edges_a, edges_b, edges_s, counters) == 2:
+                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent,
+                                     pending[i], rep, edges_a, edges_b, edges_s, counters) == 2:
                             pending[kept] = pending[i]
                             kept += 1
                     if kept == 0:
@@ -190,9 +231,12 @@ def link_pairs(
     pairs_a: np.ndarray,
     pairs_b: np.ndarray,
     sigs: np.ndarray,
+    min_equal: int,
+    alt_sigs: np.ndarray,
+    alt_min_equal: int,
+    use_alt: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
-    min_equal: int,
     edges_a: np.ndarray,
     edges_b: np.ndarray,
     edges_s: np.ndarray,
@@ -201,8 +245,9 @@ def link_pairs(
     """Confirm externally proposed pairs of signature rows (e.g. by SPH blocking) and union them.
 
     Same bookkeeping as :func:`link_band`: pairs already in one cluster are skipped, the
-    others are compared by their signatures and linked when at least ``min_equal`` slots agree.
+    others are compared as :class:`Confirmation` says and linked when enough slots agree.
     """
     for i in range(pairs_a.shape[0]):
         counters[0] += 1
-        _try_pair(sigs, rows, parent, pairs_a[i], pairs_b[i], min_equal, edges_a, edges_b, edges_s, counters)
+        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent, pairs_a[i], pairs_b[i],
+                  edges_a, edges_b, edges_s, counters)

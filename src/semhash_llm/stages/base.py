@@ -19,16 +19,18 @@ same way for every stage.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from semhash_llm.sketch.lsh import Confirmation
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage"]
+__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation"]
 
 
 class DocStatus:
@@ -119,6 +121,8 @@ class StreamBatch:
     tokens: TokenizedBatch
     status: np.ndarray
     featured: np.ndarray
+    normalized: list[str] | None = None
+    """The normalized texts the tokens were made from (``None``: a stage normalizes again if it needs them)."""
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
@@ -157,6 +161,25 @@ class Decision:
     """Documents that are contained in another one (directed edges: a child never survives its parent)."""
     fragments: Fragments = field(default_factory=Fragments.empty)
     """Spans to cut from documents that stay (viral fragments); dropped for documents removed."""
+
+
+def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, threshold: float) -> Confirmation:
+    """How a stage confirms its candidate pairs: on its own signatures ``sigs`` (of documents
+    ``rows``) at ``threshold``, unless another stage offers better ones for some pairs.
+
+    A stage with a ``confirmation(rows, threshold)`` method (AW-MinHash: weighted signatures,
+    on which shared page chrome weighs ~0) returns ``(alt_sigs, alt_min_equal, use_alt)`` for
+    the same rows, or ``None`` when it offers nothing.
+    """
+    plain = Confirmation.plain(sigs, int(math.ceil(threshold * sigs.shape[1] - 1e-9)))
+    for stage in ctx.stages.values():
+        offer = getattr(stage, "confirmation", None)
+        if callable(offer):
+            found = offer(rows, threshold)
+            if found is not None:
+                alt, alt_min, use_alt = found
+                return Confirmation(sigs, plain.min_equal, alt, alt_min, use_alt)
+    return plain
 
 
 @runtime_checkable

@@ -14,9 +14,9 @@ import mmap
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
-from semhash_llm.sketch.lsh import band_key_column, link_band, optimal_lsh_params
+from semhash_llm.sketch.lsh import Confirmation, band_key_column, link_band, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.text.tokenize import TokenizedBatch
 
 __all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]  # Edges: re-exported from stages.base
@@ -73,24 +73,34 @@ class MinHashLSHStage:
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Band, bucket, verify and link; the funnel numbers of the ``lsh`` row."""
-        edges = self.link(ctx.union_find.parent_)
+        confirm = None
+        if self._chunks:
+            sigs, rows = self.signatures()
+            confirm = confirmation(ctx, sigs, rows, self.config.threshold)
+        edges = self.link(ctx.union_find.parent_, confirm)
         details = self.stats()
+        if confirm is not None:
+            details["pairs_confirmed_on_aw_signatures_possible"] = int(np.count_nonzero(confirm.use_alt))
         return Decision(edges, docs_in=self.num_signed, pairs_in=details["pairs_proposed"],
                         pairs_out=details["pairs_accepted"], details=details)
 
-    def link(self, parent: np.ndarray) -> Edges:
-        """Band, bucket, verify and union; returns the accepted edges (kind 1)."""
+    def link(self, parent: np.ndarray, confirm: Confirmation | None = None) -> Edges:
+        """Band, bucket, verify and union; returns the accepted edges (kind 1).
+
+        ``confirm``: how pairs are confirmed (AW-MinHash's weighted signatures for documents with
+        lines to weigh); by default each pair on its MinHash estimate against the threshold.
+        """
         if not self._chunks:
             return Edges.empty()
         sigs, rows = self.signatures()
         n = sigs.shape[0]
-        min_equal = int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9))
+        c = confirm or Confirmation.plain(sigs, int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9)))
         out = Edges.buffer(n, LSH_EDGE_KIND)
         for j in range(self.num_bands):
             col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
-            link_band(order, col, sigs, rows, parent, min_equal, self.config.max_bucket_size,
-                      out.a, out.b, out.score, self.counters_)
+            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, rows, parent,
+                      self.config.max_bucket_size, out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         return out.head(k)
 

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semhash_llm.sketch.lsh import link_pairs
+from semhash_llm.sketch.lsh import Confirmation, link_pairs
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.sph.blocking import hamming_candidates
 from semhash_llm.sph.hyperplanes import as_words
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.stages.near import MinHashLSHStage
 
 __all__ = ["SPHStage", "SPH_EDGE_KIND"]
@@ -65,13 +65,20 @@ class SPHStage:
         near = ctx.stages.get("lsh")
         if not isinstance(near, MinHashLSHStage):
             raise RuntimeError("the SPH stage confirms its pairs with MinHash signatures: run it after the lsh stage")
-        edges = self.link(near, ctx.union_find.parent_)
+        confirm = None
+        if near.num_signed:
+            sigs, rows = near.signatures()
+            confirm = confirmation(ctx, sigs, rows, self.config.min_jaccard)
+        edges = self.link(near, ctx.union_find.parent_, confirm)
         # Documents in: the clusters whose representative's code enters the Hamming search.
         return Decision(edges, docs_in=int(self.details_.get("codes_blocked", 0)), pairs_in=int(self.details_.get("pairs_proposed", 0)),
                         pairs_out=len(edges), details=dict(self.details_))
 
-    def link(self, near: MinHashLSHStage, parent: np.ndarray) -> Edges:
-        """Propose pairs within the Hamming radius, confirm them by Jaccard estimate, union."""
+    def link(self, near: MinHashLSHStage, parent: np.ndarray, confirm: Confirmation | None = None) -> Edges:
+        """Propose pairs within the Hamming radius, confirm them by Jaccard estimate, union.
+
+        ``confirm``: how pairs are confirmed (AW-MinHash's weighted signatures for documents with
+        lines to weigh); by default the MinHash estimate against ``min_jaccard``."""
         if not self._codes:
             return Edges.empty()
         codes = np.concatenate(self._codes)
@@ -87,9 +94,9 @@ class SPHStage:
         cands = hamming_candidates(codes[reps], radius=radius, num_chunks=self.config.num_chunks,
                                    bits=self.config.bits, hot_spots=self.config.hot_spots)
         n = sigs.shape[0]
-        min_equal = int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9))
+        c = confirm or Confirmation.plain(sigs, int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9)))
         out = Edges.buffer(n, SPH_EDGE_KIND)
-        link_pairs(reps[cands.a], reps[cands.b], sigs, rows, parent, min_equal,
+        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, rows, parent,
                    out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         self.details_ = {
@@ -104,6 +111,7 @@ class SPHStage:
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": k,
             "min_jaccard": self.config.min_jaccard,
+            "docs_confirmed_on_aw_signatures": int(np.count_nonzero(c.use_alt)),
             "encode_seconds": round(self.encode_seconds_, 3),
         }
         return out.head(k)

@@ -1,0 +1,276 @@
+"""Stage ``aw``, attention-weighted MinHash: near duplicates by weighted Jaccard, chrome weighing ~0.
+
+While the input streams, every document that reaches the feature stages gets its shingles
+(MinHash's own) weighted by importance × IDF (:mod:`semhash_llm.aw.weights`) and an ICWS
+signature of them (:mod:`semhash_llm.sketch.cws`): two signatures agree in a slot with
+probability equal to the weighted Jaccard of the two weighted sets. Importance is per token:
+
+* ``model`` (default) — the teacher's attention importance distilled into a token table and
+  line cues (:class:`~semhash_llm.aw.importance.ImportanceModel`, unscaled so that a line
+  weighs the same in every page that holds it), times the line cue below;
+* ``line`` — the line cue alone: ``1 / (1 + exp(-(tokens on the line - 8) / 2))``; a menu
+  entry of two words weighs ~0.05, a sentence ~1;
+* ``teacher`` — the transformer's attention (:class:`~semhash_llm.aw.attention.TeacherImportance`)
+  times the line cue: tens of documents a second, for small corpora and checks.
+
+IDF (``idf``, off by default): the tokens' document frequencies over the first ``idf_sample``
+documents of the input (count-min sketch, :class:`~semhash_llm.sketch.docfreq.DocumentFrequency`,
+with the ``wordfreq`` prior when installed), frozen before any signature is made: until then the
+sample's tokens and importances wait in memory (about 12 bytes a token), so a document's
+weights never depend on its position in the input.
+
+After the stream, **entropy-adaptive banding**: a document whose shingle weights are
+concentrated (``exp(H) / k`` ≤ ``focus_share``, :func:`effective_share`: a share of its
+shingles weighs ~0, its content stands out of its chrome) enters ``bands_focused`` bands of
+``rows_per_band`` slots; the others the first ``bands_diffuse``. Only documents of at least
+``min_lines`` lines are banded: a one-line text has no chrome to discount. Band ``j`` of every document is the same slots, so two documents meet in
+the bands both enter — ``min`` of their counts — and a pair of weighted Jaccard ``s`` becomes
+a candidate with probability ``1 - (1 - s^r)^min(b_a, b_b)`` (the S-curves in the README).
+Candidates are accepted at weighted Jaccard estimate ≥ ``threshold``. With ``confirm`` on,
+the ``lsh`` and ``sph`` stages confirm their own candidates on these signatures instead of
+the plain MinHash ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from semhash_llm.aw.importance import ImportanceModel
+from semhash_llm.aw.weights import weighted_shingles
+from semhash_llm.config import AWConfig, NormalizeConfig
+from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures
+from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
+from semhash_llm.sketch.lsh import band_key_column, link_band
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.text.lines import LineBatch, token_lines
+from semhash_llm.text.normalize import char_classes, normalize_batch
+from semhash_llm.text.tokenize import TokenizedBatch
+
+__all__ = ["AWMinHashStage", "AW_EDGE_KIND", "line_cue", "weight_entropy", "effective_share"]
+
+logger = logging.getLogger(__name__)
+
+AW_EDGE_KIND = 5
+
+
+def line_cue(tokens: TokenizedBatch, lines: LineBatch, midpoint: float, scale: float) -> np.ndarray:
+    """The unscaled line cue of every token: a logistic of the number of tokens on its line (float32)."""
+    t = lines.tokens[lines.tok_line].astype(np.float64)
+    return (1.0 / (1.0 + np.exp(-(t - midpoint) / scale))).astype(np.float32)
+
+
+def effective_share(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``exp(H) / k`` of each document's ``k`` weights (``H`` their Shannon entropy): the share of its
+    shingles that carry its weight — 1 when all weigh the same, ~0.5 when half weigh ~0 (float32)."""
+    counts = np.diff(offsets)
+    h = weight_entropy(offsets, weights).astype(np.float64) * np.log(np.maximum(counts, 2))
+    return np.where(counts > 0, np.exp(h) / np.maximum(counts, 1), 1.0).astype(np.float32)
+
+
+def weight_entropy(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Normalized Shannon entropy of each document's weights (``H / log k``; 0 for k <= 1), float32."""
+    n = offsets.size - 1
+    counts = np.diff(offsets)
+    doc = np.repeat(np.arange(n), counts)
+    w = weights.astype(np.float64)
+    total = np.bincount(doc, weights=w, minlength=n)
+    p = w / np.maximum(total[doc], 1e-300)
+    terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    h = np.bincount(doc, weights=terms, minlength=n)
+    norm = np.log(np.maximum(counts, 2))
+    return np.where(counts > 1, h / norm, 0.0).astype(np.float32)
+
+
+def _subset(tokens: TokenizedBatch, docs: np.ndarray) -> TokenizedBatch:
+    """The tokens of batch documents ``docs`` as a batch of their own."""
+    starts, ends = tokens.tok_offsets[docs], tokens.tok_offsets[docs + 1]
+    counts = ends - starts
+    offsets = np.zeros(docs.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    take = np.repeat(starts - offsets[:-1], counts) + np.arange(int(offsets[-1]))
+    return TokenizedBatch(offsets, tokens.tok_hashes[take], tokens.no_space[docs], tokens.digest_hi[docs],
+                          tokens.digest_lo[docs], tokens.ngrams[docs])
+
+
+class AWMinHashStage:
+    """Weighted shingles and ICWS signatures while streaming; entropy-adaptive banding after."""
+
+    name = "aw"
+
+    def __init__(self, config: AWConfig, normalize: NormalizeConfig | None = None) -> None:
+        self.config = config
+        self.normalize = normalize or NormalizeConfig()
+        self.classes_ = char_classes(self.normalize.strip_punctuation)
+        self.model_: ImportanceModel | None = None
+        self.teacher_ = None
+        if config.importance == "model":
+            self.model_ = ImportanceModel.load(config.importance_model)
+        elif config.importance == "teacher":
+            from semhash_llm.aw.attention import TeacherImportance
+
+            self.teacher_ = TeacherImportance(normalize_config=self.normalize)
+        self.df_: DocumentFrequency | None = None
+        self.frozen_ = not config.idf
+        if config.idf:
+            self.df_ = DocumentFrequency(prior=WordFrequencyPrior.from_wordfreq(normalize_config=self.normalize))
+        self._pending: list[tuple[np.ndarray, TokenizedBatch, np.ndarray]] = []
+        self._pending_docs = 0
+        self._sigs: list[np.ndarray] = []
+        self._rows: list[np.ndarray] = []
+        self._focus: list[np.ndarray] = []
+        self._lines: list[np.ndarray] = []
+        self._empty: list[np.ndarray] = []
+        self.counters_ = np.zeros(4, dtype=np.int64)
+        self.seconds_ = {"importance": 0.0, "signatures": 0.0}
+
+    # ------------------------------------------------------------------ streaming
+
+    def process(self, batch: StreamBatch) -> None:
+        """Importance of every token of the batch documents that need features; sign or hold them."""
+        docs = batch.feature_docs
+        if docs.size == 0:
+            return
+        t0 = time.perf_counter()
+        tokens = _subset(batch.tokens, docs)
+        texts = [batch.texts[j] for j in docs.tolist()]
+        normalized = ([batch.normalized[j] for j in docs.tolist()] if batch.normalized is not None
+                      else normalize_batch(texts, self.normalize))
+        lines = token_lines(normalized, self.classes_, tokens.tok_offsets)
+        importance = self.importance(texts, tokens, lines)
+        self._lines.append(np.diff(lines.line_offsets).astype(np.int32))
+        self.seconds_["importance"] += time.perf_counter() - t0
+        index = batch.index[docs].astype(np.int64)
+        if self.frozen_:
+            self._sign(index, tokens, importance)
+            return
+        self._hold(index, tokens, importance)
+
+    def importance(self, texts: list[str], tokens: TokenizedBatch, lines: LineBatch) -> np.ndarray:
+        """Per-token importance (float32, unscaled) of one batch of documents."""
+        cue = line_cue(tokens, lines, self.config.line_midpoint, self.config.line_scale)
+        if self.model_ is not None:
+            return cue * self.model_.absolute(tokens, lines)
+        if self.teacher_ is not None:
+            per_doc = self.teacher_.word_importance(texts)
+            teacher = np.concatenate(per_doc).astype(np.float32) if per_doc else np.empty(0, np.float32)
+            if teacher.shape != cue.shape:
+                raise RuntimeError("aw: the teacher's words and the tokenizer's tokens disagree in number")
+            return cue * teacher
+        return cue
+
+    def _hold(self, index: np.ndarray, tokens: TokenizedBatch, importance: np.ndarray) -> None:
+        """Count the sample's document frequencies; freeze them once ``idf_sample`` documents are in."""
+        assert self.df_ is not None
+        room = self.config.idf_sample - self._pending_docs
+        take = min(room, index.size)
+        self.df_.add(tokens.tok_offsets[: take + 1], tokens.tok_hashes)
+        self._pending.append((index, tokens, importance))
+        self._pending_docs += index.size
+        if self._pending_docs >= self.config.idf_sample:
+            self._freeze()
+
+    def _freeze(self) -> None:
+        self.frozen_ = True
+        pending, self._pending = self._pending, []
+        for index, tokens, importance in pending:
+            self._sign(index, tokens, importance)
+
+    def _sign(self, index: np.ndarray, tokens: TokenizedBatch, importance: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        tok_idf = self.df_.idf(tokens.tok_hashes) if self.df_ is not None else None
+        offsets, features, weights = weighted_shingles(tokens, importance, tok_idf)
+        full = cws_signatures(offsets, features, weights, num_perm=self.config.num_perm, seed=self.config.seed)
+        # Kept as 32-bit slots (512 bytes a document at 128 slots, as MinHash): two different samples
+        # then agree with probability 2^-32 instead of 2^-63, far below the estimate's own error.
+        # A set without weight keeps its all-ones row, which the banding skips.
+        self._sigs.append((full ^ (full >> np.uint64(32))).astype(np.uint32))
+        self._empty.append(full[:, 0] == EMPTY_SLOT)
+        self._focus.append(effective_share(offsets, weights))
+        self._rows.append(index)
+        self.seconds_["signatures"] += time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ after the stream
+
+    def signatures(self) -> tuple[np.ndarray, np.ndarray]:
+        """All ICWS signatures (folded to 32-bit slots) as one matrix and the global document index of each row."""
+        if not self.frozen_:
+            self._freeze()
+        if not self._sigs:
+            return np.empty((0, self.config.num_perm), np.uint32), np.empty(0, np.int64)
+        if len(self._sigs) > 1:
+            self._sigs = [np.concatenate(self._sigs)]
+            self._rows = [np.concatenate(self._rows)]
+            self._focus = [np.concatenate(self._focus)]
+        if len(self._lines) > 1:
+            self._lines = [np.concatenate(self._lines)]
+        if len(self._empty) > 1:
+            self._empty = [np.concatenate(self._empty)]
+        return self._sigs[0], self._rows[0]
+
+    def confirmation(self, rows: np.ndarray, threshold: float) -> tuple[np.ndarray, int, np.ndarray] | None:
+        """What another stage confirms its pairs on: these signatures in the order of its ``rows``,
+        the slots that must agree for ``threshold``, and which rows use them (documents of at
+        least ``min_lines`` lines: a pair is weighed when either is); ``None`` when ``confirm`` is off."""
+        if not self.config.confirm:
+            return None
+        sigs, mine = self.signatures()
+        if not np.array_equal(mine, rows):
+            raise RuntimeError("aw: the weighted signatures do not cover the same documents as the stage "
+                               "confirming on them")
+        return sigs, int(math.ceil(threshold * self.config.num_perm - 1e-9)), self._lines[0] >= self.config.min_lines
+
+    def decide(self, ctx: DecideContext) -> Decision:
+        """Entropy-adaptive banding; every candidate confirmed by its weighted Jaccard estimate."""
+        sigs, rows = self.signatures()
+        cfg = self.config
+        n = sigs.shape[0]
+        if n == 0:
+            return Decision(Edges.empty(), docs_in=0, details=self.stats(np.empty(0, np.int64)))
+        share = self._focus[0]
+        bands = np.where(share <= cfg.focus_share, cfg.bands_focused, cfg.bands_diffuse)
+        bands[self._empty[0]] = 0  # no weighted shingle: nothing to band
+        # A text of one line has no chrome to discount: its weighted set is its plain one, weighed by
+        # IDF, and the lsh stage (confirmed on these signatures) decides it at its own threshold.
+        bands[self._lines[0] < cfg.min_lines] = 0
+        min_equal = int(math.ceil(cfg.threshold * cfg.num_perm - 1e-9))
+        out = Edges.buffer(n, AW_EDGE_KIND)
+        use_own = np.zeros(n, dtype=np.bool_)
+        parent = ctx.union_find.parent_
+        for j in range(cfg.bands_focused):
+            members = np.flatnonzero(bands > j)
+            if members.size < 2:
+                break
+            col = band_key_column(sigs, j, cfg.rows_per_band)
+            order = members[np.argsort(col[members], kind="stable")]
+            link_band(order, col, sigs, min_equal, sigs, min_equal, use_own, rows, parent, cfg.max_bucket_size,
+                      out.a, out.b, out.score, self.counters_)
+        edges = out.head(int(self.counters_[2]))
+        details = self.stats(bands)
+        return Decision(edges, docs_in=n, pairs_in=details["pairs_proposed"], pairs_out=len(edges), details=details)
+
+    def stats(self, bands: np.ndarray) -> dict[str, float | int | str]:
+        """Numbers for the report."""
+        cfg = self.config
+        return {
+            "importance": cfg.importance,
+            "idf": cfg.idf,
+            "idf_sample_docs": int(self.df_.num_docs) if self.df_ is not None else 0,
+            "num_perm": cfg.num_perm,
+            "rows_per_band": cfg.rows_per_band,
+            "docs_banded": int(np.count_nonzero(bands)),
+            "docs_focused": int(np.count_nonzero(bands == cfg.bands_focused)) if cfg.bands_focused != cfg.bands_diffuse
+            else 0,
+            "bands_focused": cfg.bands_focused,
+            "bands_diffuse": cfg.bands_diffuse,
+            "threshold": cfg.threshold,
+            "pairs_proposed": int(self.counters_[0]),
+            "pairs_compared": int(self.counters_[1]),
+            "pairs_accepted": int(self.counters_[2]),
+            "importance_seconds": round(self.seconds_["importance"], 3),
+            "signature_seconds": round(self.seconds_["signatures"], 3),
+            "signature_bytes": int(sum(s.nbytes for s in self._sigs)),
+        }
