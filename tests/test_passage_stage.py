@@ -144,8 +144,10 @@ def test_a_page_of_its_own_in_a_shared_template_is_not_contained() -> None:
     small = {"id": "small", "text": "\n".join([header, short_article, footer])}  # same template, own article
     rows = _run([big, small])
     assert rows["small"]["action"] == rows["big"]["action"] == "keep"
-    # Without the rule, the template alone (> 75% of the small page's passages) would remove it.
-    off = deduplicate([big, small], PipelineConfig.from_dict({"passages": {"max_novel_share": 1.0}}))
+    # Without the rule, and with every passage counting one vote (unweighted: the line cue alone
+    # already gives the menus ~0 weight), the template (> 75% of the small page's passages) would remove it.
+    off = deduplicate([big, small], PipelineConfig.from_dict({"passages": {"max_novel_share": 1.0,
+                                                                           "weighted": False}}))
     assert off.documents.to_pylist()[1]["relation"] == "contained_in"
     # The same short page inside a bigger page that holds its article too is contained.
     holder = {"id": "holder", "text": "\n".join([header, short_article, long_article, footer])}

@@ -227,3 +227,21 @@ def test_band_key_column_matches_band_keys() -> None:
     keys = band_keys(sigs, 3, 8)
     for j in range(3):
         assert np.array_equal(band_key_column(sigs, j, 8), keys[:, j])
+
+
+def test_confirmation_uses_the_alternative_signatures_where_either_row_asks_for_them() -> None:
+    from semhash_llm.sketch.lsh import link_pairs
+
+    plain = np.zeros((3, 10), dtype=np.uint32)  # all three agree on the plain signatures
+    alt = np.arange(30, dtype=np.uint64).reshape(3, 10)  # and on none of the alternative slots
+    alt[1] = alt[0]
+    for use_alt, linked in (([False, False, False], 2), ([False, False, True], 1), ([True, True, True], 1)):
+        c = Confirmation(plain, 8, alt, 8, np.array(use_alt))
+        parent = np.arange(3, dtype=np.int64)
+        ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
+        counters = np.zeros(4, np.int64)
+        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt,
+                   np.arange(3, dtype=np.int64), parent, ea, eb, es, counters)
+        assert counters[2] == linked, use_alt
+    with pytest.raises(ValueError, match="use_alt"):
+        Confirmation(plain, 8, alt, 8, np.zeros(2, dtype=np.bool_))

@@ -332,6 +332,10 @@ class PassageConfig:
       text: past that it is left whole and counted. Passages in ``boilerplate_min_docs``
       documents or more are counted as boilerplate in the report, apart from rarer viral
       passages.
+    * With ``weighted`` (the default) each passage weighs, in the shares above, AW-MinHash's line
+      cue at its tokens a line, ``1 / (1 + exp(-(tokens per line - line_midpoint) / line_scale))``:
+      a sentence ~1, a window over a menu ~0.05. Shared page chrome then makes no page
+      "contained" in another page of its site.
     * Keys are counted in sorted runs spilled to disk past ``memory_budget_mb``.
     """
 
@@ -355,6 +359,9 @@ class PassageConfig:
     max_cut_share: float = 0.5
     boilerplate_min_docs: int = 100
     memory_budget_mb: int = 256
+    weighted: bool = True
+    line_midpoint: float = 8.0
+    line_scale: float = 2.0
 
     def __post_init__(self) -> None:
         _check_bool("PassageConfig", "enabled", self.enabled)
@@ -373,6 +380,9 @@ class PassageConfig:
         _check_int("PassageConfig", "fragment_min_docs", self.fragment_min_docs, 2)
         _check_int("PassageConfig", "fragment_min_words", self.fragment_min_words, 1)
         _check_choice("PassageConfig", "fragment_keep", self.fragment_keep, ("first", "longest"))
+        _check_bool("PassageConfig", "weighted", self.weighted)
+        _check_float("PassageConfig", "line_midpoint", self.line_midpoint, 0.0, 1000.0)
+        _check_float("PassageConfig", "line_scale", self.line_scale, 0.0, 1000.0, lo_open=True)
         _check_float("PassageConfig", "parent_min_ratio", self.parent_min_ratio, 1.0, 1000.0)
         _check_int("PassageConfig", "max_novel_passages", self.max_novel_passages, 0, 1_000_000)
         _check_float("PassageConfig", "max_novel_share", self.max_novel_share, 0.0, 1.0)

@@ -194,7 +194,7 @@ def fit_importance(tok_hashes: np.ndarray, features: np.ndarray, target: np.ndar
         beta = np.linalg.solve(gram, design.T @ (y - table[bucket]))
         resid = y - design @ beta
         sums = np.bincount(bucket, weights=resid, minlength=1 << bits)
-        table = sums / (counts + l2)
+        table = np.where(counts > 0, sums / np.maximum(counts + l2, 1e-12), 0.0)
     return ImportanceModel(table.astype(np.float32), beta[:-1].astype(np.float32), float(beta[-1]), midpoint, scale,
                            dict(meta or {}))
 

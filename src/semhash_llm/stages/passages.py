@@ -58,7 +58,7 @@ from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, S
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.passages import passages_batch
 
-__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND"]
+__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND", "passage_line_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +158,40 @@ def _pair_key(pid: np.ndarray, opid: np.ndarray) -> np.ndarray:
     return x
 
 
+_LINE_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+
+
+def passage_line_weights(texts: list[str], doc: np.ndarray, start: np.ndarray, end: np.ndarray, midpoint: float,
+                         scale: float) -> np.ndarray:
+    """Each passage's line cue: the token-weighted mean, over the whole lines it touches, of
+    ``1 / (1 + exp(-(tokens on the line - midpoint) / scale))`` (float32).
+
+    Tokens are counted as word runs, one per character in scripts written without spaces
+    (CJK): close to the project's tokenizer, from the original text the offsets point into.
+    A window over a menu weighs ~0.05, one over running text ~1, one across both in between.
+    """
+    out = np.ones(doc.size, np.float32)
+    if doc.size == 0:
+        return out
+    bounds = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1], True])
+    for k in range(bounds.size - 1):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        text = texts[int(doc[lo])]
+        lines = text.split("\n")
+        n = np.fromiter((len(_LINE_TOKEN.findall(line)) for line in lines), dtype=np.float64, count=len(lines))
+        cue = 1.0 / (1.0 + np.exp(-(n - midpoint) / scale))
+        line_start = np.zeros(len(lines), np.int64)
+        np.cumsum(np.fromiter((len(line) + 1 for line in lines[:-1]), np.int64, count=len(lines) - 1),
+                  out=line_start[1:])
+        cum_n = np.r_[0.0, np.cumsum(n)]
+        cum_w = np.r_[0.0, np.cumsum(n * cue)]
+        first = np.searchsorted(line_start, start[lo:hi], side="right") - 1
+        last = np.searchsorted(line_start, np.maximum(end[lo:hi] - 1, start[lo:hi]), side="right") - 1
+        tokens = cum_n[last + 1] - cum_n[first]
+        out[lo:hi] = np.where(tokens > 0, (cum_w[last + 1] - cum_w[first]) / np.maximum(tokens, 1), 1.0)
+    return out
+
+
 def _space_end(text: str, pos: int) -> int:
     """The end of the whitespace run that starts at ``pos`` (``pos`` itself if none)."""
     m = _SPACE.match(text, pos)
@@ -217,6 +251,7 @@ class PassageStage:
         self._end: list[np.ndarray] = []
         self._gap_end: list[np.ndarray] = []
         self._prose: list[np.ndarray] = []
+        self._weight: list[np.ndarray] = []
         self._ntok: list[np.ndarray] = []
         self._len_doc: list[np.ndarray] = []
         self._len_chars: list[np.ndarray] = []
@@ -258,6 +293,11 @@ class PassageStage:
         lines = np.fromiter((texts[d].count("\n", s, e) + 1 for d, s, e in
                              zip(pb.doc.tolist(), pb.start.tolist(), pb.end.tolist())), dtype=np.int64, count=len(pb))
         self._prose.append(pb.ntok >= PROSE_TOKENS_PER_LINE * lines)
+        # The passage's weight in containment shares: AW-MinHash's line cue (a sentence ~1, a menu
+        # entry ~0.05) over the lines it spans, so that shared page chrome does not make one page
+        # "contained" in another of the same site.
+        self._weight.append(passage_line_weights(texts, pb.doc, pb.start, pb.end, cfg.line_midpoint, cfg.line_scale)
+                            if cfg.weighted else np.ones(len(pb), np.float32))
         self._len_doc.append(batch.index[docs])
         self._len_chars.append(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
         if len(pb):
@@ -278,6 +318,7 @@ class PassageStage:
             pntok = _join(self._ntok, np.int64)
             pgap = _join(self._gap_end, np.int64)
             prose = _join(self._prose, np.bool_)
+            pweight = _join(self._weight, np.float32)
             cum_prose = np.zeros(prose.size + 1, np.int64 if prose.size >= 2**31 - 1 else np.int32)
             np.cumsum(prose, out=cum_prose[1:])
             del prose
@@ -291,7 +332,7 @@ class PassageStage:
             if pdoc.size:  # passages are numbered in document order: each document's run starts here
                 starts = np.flatnonzero(np.r_[True, pdoc[1:] != pdoc[:-1]])
                 first_pid[pdoc[starts]] = starts
-            edges, children = self._containment(ctx, pdoc, npass, first_pid, cum_prose)
+            edges, children = self._containment(ctx, pdoc, npass, first_pid, cum_prose, pweight)
             fragments, frag_details = self._fragments(ctx, pdoc, pstart, pend, pgap, pntok)
             self.details_ = {
                 "passages": int(pdoc.size),
@@ -364,7 +405,7 @@ class PassageStage:
         return np.concatenate(found_pid), np.concatenate(found_opid)
 
     def _containment(self, ctx: DecideContext, pdoc: np.ndarray, npass: np.ndarray,
-                     first_pid: np.ndarray, cum_prose: np.ndarray) -> tuple[Edges, np.ndarray]:
+                     first_pid: np.ndarray, cum_prose: np.ndarray, pweight: np.ndarray) -> tuple[Edges, np.ndarray]:
         self.pairs_scored_ = 0
         found_pid, found_opid = self._found_passages(pdoc)
         if found_pid.size == 0:
@@ -382,7 +423,10 @@ class PassageStage:
         starts = np.flatnonzero(np.r_[True, (child[1:] != child[:-1]) | (other[1:] != other[:-1])])
         counts = np.diff(np.r_[starts, child.size])
         a, b = child[starts], other[starts]
-        share = counts / np.maximum(npass[a], 1)
+        # |A ∩ B| / |A| over the child's passages, each weighing its line cue.
+        found_w = np.add.reduceat(pweight[pid].astype(np.float64), starts) if starts.size else np.zeros(0)
+        total_w = np.bincount(pdoc, weights=pweight.astype(np.float64), minlength=ctx.num_docs)
+        share = found_w / np.maximum(total_w[a], 1e-12)
         self.pairs_scored_ = int(a.size)
         cfg = self.config
         # Directed or not? The parent must hold clearly more of its own than the child does:
@@ -397,6 +441,7 @@ class PassageStage:
         pos = np.minimum(np.searchsorted(key, rkey), max(key.size - 1, 0))
         has_rev = key[pos] == rkey
         rev_count = np.where(has_rev, counts[pos], 0)
+        rev_share = np.where(has_rev, share[pos] if share.size else 0.0, 0.0)
         child_own = npass[a] - counts
         parent_own = npass[b] - rev_count
         cand = share >= cfg.containment
@@ -405,7 +450,7 @@ class PassageStage:
         reverse_directed = np.where(has_rev, directed[pos], False)
         big = (npass[a] >= cfg.short_child_passages) & (npass[b] >= cfg.short_child_passages)
         near = cand & ~directed & ~reverse_directed & big
-        near_score = np.minimum(share, rev_count / np.maximum(npass[b], 1))
+        near_score = np.minimum(share, rev_share)
         near_edges = self._link(ctx, a[near], b[near], near_score[near], PASSAGE_NEAR_EDGE_KIND)
         ok = directed
         a, b, share = a[ok], b[ok], share[ok]

@@ -1,9 +1,10 @@
 """``semhash-llm train importance``: distil the teacher's attention importance into a cheap model.
 
-1. Read permitted text: the training part (:mod:`semhash_llm.datasplit`) of the Wikipedia pages
-   (CC BY-SA) and of the inaugural and State of the Union addresses (public domain) under
-   ``--data-dir`` — never the benchmark's part, never research-only sets. Every document goes
-   whole to the fitting side or to the held-apart side (a hash of its text, ``--heldout``).
+1. Read permitted text: by default the training part (:mod:`semhash_llm.datasplit`) of the
+   Wikipedia pages (CC BY-SA) and of the inaugural and State of the Union addresses (public
+   domain) under ``--data-dir`` — never the benchmark's part, never research-only sets; or the
+   corpus files given. Every document goes whole to the fitting side or to the held-apart side
+   (a hash of its text, ``--heldout``).
 2. Cut each document into chunks of whole lines of at most ``--chunk-words`` words, so that the
    teacher reads every word (one window of ``--max-length`` pieces).
 3. Run :class:`~semhash_llm.aw.attention.TeacherImportance` (``focus`` aggregation, mean pooling)
@@ -35,7 +36,8 @@ from semhash_llm.text.lines import token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
-__all__ = ["chunk_lines", "add_train_importance_arguments", "run_train_importance_command", "train_importance"]
+__all__ = ["chunk_lines", "add_train_importance_arguments", "run_train_importance_command", "train_importance",
+           "permitted_documents", "model_throughput", "PERMITTED_SOURCES"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,20 +77,23 @@ def _tokens_and_lines(texts: Sequence[str], normalize: NormalizeConfig) -> tuple
     return tb, line_features(tb, lines)
 
 
-def _permitted_documents(data_dir: Path) -> list[tuple[str, str]]:
-    """(source, text) of the training part of the permitted sources under ``data_dir``."""
+PERMITTED_SOURCES = ("the training part (semhash_llm.datasplit) of the Wikipedia pages of the gensim fixture "
+                     "(CC BY-SA) and of the NLTK inaugural and State of the Union addresses (public domain)")
+
+
+def permitted_documents(data_dir: str | Path) -> list[str]:
+    """The training part of the permitted sources under ``data_dir`` (Wikipedia, addresses)."""
     from semhash_llm.bench.sources import read_addresses, read_wikipedia
 
-    docs = [("wikipedia", t) for t in read_wikipedia(data_dir, part="train")]
-    docs += [("addresses", t) for t in read_addresses(data_dir, part="train")]
-    return docs
+    return read_wikipedia(Path(data_dir), part="train") + read_addresses(Path(data_dir), part="train")
 
 
-def train_importance(data_dir: str | Path, out_dir: str | Path, max_chunks: int = 1600, chunk_words: int = 160,
+def train_importance(documents: Sequence[str], out_dir: str | Path, max_chunks: int = 1600, chunk_words: int = 160,
                      heldout: float = 0.2, bits: int = 16, l2: float = 20.0, teacher: str | None = None,
-                     max_length: int = 256, dtype: str = "float32", seed: int = 0,
-                     command: str = "") -> dict[str, Any]:
-    """Train, evaluate and write the importance model; returns the report (see the module docstring)."""
+                     max_length: int = 256, dtype: str = "float32", seed: int = 0, command: str = "",
+                     trained_on: str = PERMITTED_SOURCES) -> dict[str, Any]:
+    """Train on ``documents``, evaluate and write the importance model; returns the report
+    (see the module docstring). ``trained_on`` names the text for the model card."""
     from semhash_llm.aw.attention import TeacherImportance
 
     if not 0.0 < heldout < 0.5:
@@ -97,13 +102,16 @@ def train_importance(data_dir: str | Path, out_dir: str | Path, max_chunks: int 
         raise ValueError(f"--max-chunks must be at least 10; got {max_chunks}")
     t_start = time.perf_counter()
     normalize = NormalizeConfig()
-    docs = _permitted_documents(Path(data_dir))
+    docs = list(documents)
     fit_chunks: list[str] = []
     held_chunks: list[str] = []
-    for _source, text in docs:
+    for text in docs:
         digest = hashlib.blake2b(f"{seed}:{text}".encode(), digest_size=8).digest()
         side = held_chunks if int.from_bytes(digest, "little") / 2**64 < heldout else fit_chunks
         side.extend(chunk_lines(text, chunk_words))
+    if not fit_chunks or not held_chunks:
+        raise ValueError(f"train importance: {len(docs)} document(s) gave {len(fit_chunks)} fitting and "
+                         f"{len(held_chunks)} held-apart chunks; both sides need text. Give more documents")
     rng = np.random.default_rng(seed)
     n_held = max(1, int(round(max_chunks * heldout)))
     n_fit = max_chunks - n_held
@@ -140,8 +148,7 @@ def train_importance(data_dir: str | Path, out_dir: str | Path, max_chunks: int 
                            "NormalizeConfig")
     cov = np.concatenate(fit_cov)
     y = np.log(np.maximum(np.concatenate(fit_imp), 1e-3))
-    meta = {"trained_on": "training part of Wikipedia (gensim fixture, CC BY-SA) and NLTK inaugural + State of "
-                          "the Union addresses (public domain)", "seed": seed, "bits": bits, "l2": l2,
+    meta = {"trained_on": trained_on, "seed": seed, "bits": bits, "l2": l2,
             "teacher": model_t.model_name_or_path, "aggregation": model_t.aggregation, "pooling": model_t.pooling}
     model = fit_importance(tb.tok_hashes[cov], x[cov], y[cov], bits=bits, l2=l2, meta=meta)
 
@@ -181,7 +188,7 @@ def train_importance(data_dir: str | Path, out_dir: str | Path, max_chunks: int 
         "intercept": round(model.intercept, 4), "config": {
             "max_chunks": max_chunks, "chunk_words": chunk_words, "heldout": heldout, "bits": bits, "l2": l2,
             "max_length": max_length, "dtype": dtype, "seed": seed},
-        "documents": len(docs), "teacher": model_t.model_name_or_path,
+        "documents": len(docs), "trained_on": trained_on, "teacher": model_t.model_name_or_path,
         "environment": {"python": platform.python_version(), "machine": platform.machine()},
     }
     (out / "train_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -226,8 +233,7 @@ then scaled to mean 1 a document.
 
 ## Training
 - Command: `{report['command']}`
-- Text: the training part (`semhash_llm.datasplit`) of the Wikipedia pages of the gensim fixture
-  (CC BY-SA) and of the NLTK inaugural and State of the Union addresses (public domain):
+- Text: {report['trained_on']}:
   {report['documents']} documents, cut into chunks of whole lines of at most {cfg['chunk_words']} words; a
   document goes whole to the fitting side or the held-apart side ({cfg['heldout']:.0%}). No benchmark
   document, no Readability page, no research-only set.
@@ -250,7 +256,8 @@ Speed: {s['model_docs_per_s']:,.0f} documents/s (lines and prediction, ~1.8 KB s
 one process on this machine) against the teacher's {s['teacher_docs_per_s']}.
 
 ## Use and limits
-AW-MinHash multiplies this importance by the a priori line-length cue and the IDF (see the README).
+AW-MinHash multiplies this importance by the a priori line-length cue (and, with `--aw-idf`, the IDF;
+see the README).
 The teacher itself tells article words from page chrome only weakly (ROC AUC 0.65-0.79 on real
 pages, `benchmarks/importance_report.py`), so a faithful copy of it is weak at that too; the
 line-length cue is what removes most chrome. Trained on English prose: other scripts fall back on
@@ -260,8 +267,11 @@ the buckets their tokens hash to and on the line cues.
 
 def add_train_importance_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``semhash-llm train importance`` to ``parser``."""
+    parser.add_argument("corpus", nargs="*",
+                        help="corpus files or folders to train on (txt, jsonl, parquet, MediaWiki xml; only the training "
+                        "part of the sources shared with the benchmark); default: the permitted sources of --data-dir")
     parser.add_argument("--data-dir", default="../shared/data",
-                        help="folder with gensim_lee_wiki/ and nltk/ (their training part is read)")
+                        help="folder with gensim_lee_wiki/ and nltk/ (their training part is read) when no corpus is given")
     parser.add_argument("--out", required=True, help="output folder (importance.npz, train_report.json, MODEL_CARD.md)")
     parser.add_argument("--teacher", default=None, help="Hugging Face model name or path (default: offline all-MiniLM-L6-v2)")
     parser.add_argument("--teacher-dtype", choices=("float32", "bfloat16"), default="float32")
@@ -278,7 +288,14 @@ def add_train_importance_arguments(parser: argparse.ArgumentParser) -> argparse.
 def run_train_importance_command(args: argparse.Namespace) -> int:
     """Run ``semhash-llm train importance`` from parsed arguments; 0 on success."""
     command = "semhash-llm " + " ".join(sys.argv[1:]) if "importance" in sys.argv else "train_importance(...)"
-    report = train_importance(args.data_dir, args.out, max_chunks=args.max_chunks, chunk_words=args.chunk_words,
+    if args.corpus:
+        from semhash_llm.sph.corpus import read_corpus_documents
+
+        documents = [text for _key, text in read_corpus_documents(args.corpus, part="train")]
+        trained_on = "the training part of " + ", ".join(args.corpus)
+    else:
+        documents, trained_on = permitted_documents(args.data_dir), PERMITTED_SOURCES
+    report = train_importance(documents, args.out, trained_on=trained_on, max_chunks=args.max_chunks, chunk_words=args.chunk_words,
                               heldout=args.heldout, bits=args.bits, l2=args.l2, teacher=args.teacher,
                               max_length=args.max_length, dtype=args.teacher_dtype, seed=args.seed, command=command)
     s = report["scores"]
