@@ -6,7 +6,8 @@ The same 176 labelled pages as ``benchmarks/importance_report.py`` (Readability 
 their own and in another page's chrome; measured, never trained on: their content belongs to
 its publishers). For every canonical token, cue scores from its line: the tokens on the line,
 whether the line ends a sentence, how many of the pages repeat the line (a count-min sketch
-over line hashes), and two combinations. Prints the ROC AUC of "the token is in the article"
+over line hashes), two combinations, the distilled attention importance of AW-MinHash and the
+weight the AW stage gives a token. Prints the ROC AUC of "the token is in the article"
 per cue, the mean over pages and pooled over all tokens, and the cues' throughput.
 """
 
@@ -22,7 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from importance_report import DEFAULT_DATA, build_docs, roc_auc  # noqa: E402
 
+from semhash_llm.aw.importance import ImportanceModel  # noqa: E402
 from semhash_llm.bench.sources import read_readability_pages  # noqa: E402
+from semhash_llm.stages.weighted import line_cue  # noqa: E402
 from semhash_llm.config import NormalizeConfig, ShingleConfig  # noqa: E402
 from semhash_llm.sketch.docfreq import DocumentFrequency  # noqa: E402
 from semhash_llm.text.lines import token_lines  # noqa: E402
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     doc_of_line = np.repeat(np.arange(len(texts)), np.diff(lb.line_offsets))
     line_df.add(lb.line_offsets, lb.hash)
     seconds = time.perf_counter() - t0
+    model = ImportanceModel.load()
     repeats = line_df.df(lb.hash).astype(np.float64)  # pages holding the same line (1 = only this page)
     tok_line = lb.tok_line
     cues = {
@@ -77,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         "line unique to the page (1 / repeats)": 1.0 / repeats[tok_line],
         "tokens on the line × (ends a sentence ? 1 : 0.7)": lb.tokens[tok_line] * np.where(lb.terminal[tok_line], 1.0, 0.7),
         "tokens on the line / repeats": lb.tokens[tok_line] / repeats[tok_line],
+        # The cheap path of AW-MinHash (semhash_llm.aw.importance, the shipped model), and the
+        # weight the AW stage gives a token: that model times the line-length logistic.
+        "distilled attention importance (token table + line cues)": model.absolute(tb, lb).astype(np.float64),
+        "distilled importance, token table only": np.exp(model.table.astype(np.float64)[model.buckets(tb.tok_hashes)]),
+        "AW stage weight (line logistic × distilled importance)":
+            (line_cue(tb, lb, 8.0, 2.0) * model.absolute(tb, lb)).astype(np.float64),
+        "line logistic × token table only":
+            line_cue(tb, lb, 8.0, 2.0) * np.exp(model.table.astype(np.float64)[model.buckets(tb.tok_hashes)]),
     }
     labels = np.zeros(tok_line.size, dtype=np.int8)
     usable = np.zeros(len(docs), dtype=bool)

@@ -83,6 +83,7 @@ def test_one_line_texts_are_left_to_plain_minhash() -> None:
     records = [{"id": "a", "text": base}, {"id": "b", "text": " ".join(words)}, *_wrapped_corpus()]
     rows = _run(records)
     aw = next(s for s in rows["_report"]["funnel"] if s["stage"] == "aw")
+    assert aw["details"]["docs_seen"] == len(records) and aw["details"]["docs_signed"] == len(records) - 2
     assert aw["details"]["docs_banded"] == len(records) - 2
     with_aw = rows["b"]["action"], rows["b"]["decided_by"]
     without = _run(records, aw={"enabled": False})
@@ -132,8 +133,11 @@ def test_aw_config_is_validated() -> None:
         PipelineConfig.from_dict({"aw": {"importance": "attention"}})
     with pytest.raises(ConfigError, match="bands_focused \\* rows_per_band <= num_perm"):
         PipelineConfig.from_dict({"aw": {"num_perm": 64}})
+    with pytest.raises(ConfigError, match="importance='model'"):
+        PipelineConfig.from_dict({"aw": {"importance_model": "/nope.npz"}})
     with pytest.raises(FileNotFoundError, match="train importance"):
-        deduplicate([{"id": "a", "text": "x"}], PipelineConfig.from_dict({"aw": {"importance_model": "/nope.npz"}}))
+        deduplicate([{"id": "a", "text": "x"}],
+                    PipelineConfig.from_dict({"aw": {"importance": "model", "importance_model": "/nope.npz"}}))
 
 
 @pytest.mark.ml

@@ -45,3 +45,23 @@ def test_offsets_from_other_texts_are_refused() -> None:
         token_lines(normalize_batch(["a b c d"], cfg), classes, tb.tok_offsets)
     with pytest.raises(ValueError, match="length"):
         token_lines(["a"], classes, np.array([0, 1, 2]))
+
+
+def test_span_line_cues_weigh_menus_low_prose_high_and_count_cjk_characters() -> None:
+    from semhash_llm.text.lines import span_line_cues
+
+    classes = char_classes(True)
+    menu = "Home\nNews\nSport\nWeather"
+    prose = "the council approved a new budget for the schools and the roads of the town on tuesday."
+    cjk = "今天市议会批准了新的预算用于学校道路和图书馆的建设"
+    texts = [menu + "\n" + prose, cjk]
+    p0 = len(menu) + 1
+    doc = np.array([0, 0, 0, 1])
+    start = np.array([0, p0, 5, 0])
+    end = np.array([len(menu), p0 + 20, p0 + 10, len(cjk)])
+    w = span_line_cues(texts, classes, doc, start, end)
+    assert w[0] < 0.05 and w[1] > 0.98  # a menu span; a span inside a sentence weighs its whole line
+    assert 0.05 < w[2] < 0.99  # across both
+    assert w[3] > 0.99  # 25 CJK characters: 25 tokens on the line
+    with pytest.raises(ValueError, match="sorted"):
+        span_line_cues(texts, classes, np.array([1, 0]), np.array([0, 0]), np.array([1, 1]))

@@ -181,7 +181,7 @@ def _link_first_band(sigs: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray
     es = np.empty(n, np.float32)
     counters = np.zeros(4, np.int64)
     c = Confirmation.plain(sigs, 26)
-    link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, np.arange(n, dtype=np.int64),
+    link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, np.arange(n, dtype=np.int64),
               parent, max_bucket_size, ea, eb, es, counters)
     return cluster_roots(parent, np.arange(n, dtype=np.int64)), eb, counters
 
@@ -229,19 +229,21 @@ def test_band_key_column_matches_band_keys() -> None:
         assert np.array_equal(band_key_column(sigs, j, 8), keys[:, j])
 
 
-def test_confirmation_uses_the_alternative_signatures_where_either_row_asks_for_them() -> None:
+def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one() -> None:
     from semhash_llm.sketch.lsh import link_pairs
 
     plain = np.zeros((3, 10), dtype=np.uint32)  # all three agree on the plain signatures
-    alt = np.arange(30, dtype=np.uint64).reshape(3, 10)  # and on none of the alternative slots
-    alt[1] = alt[0]
-    for use_alt, linked in (([False, False, False], 2), ([False, False, True], 1), ([True, True, True], 1)):
-        c = Confirmation(plain, 8, alt, 8, np.array(use_alt))
+    alt = np.arange(20, dtype=np.uint64).reshape(2, 10)  # two alternative rows that agree on no slot
+    # Pairs (0, 1) and (0, 2); alt_row maps a row to its alternative signature (-1: none).
+    for alt_row, linked in (([-1, -1, -1], 2), ([0, -1, 1], 1), ([0, 1, 1], 0), ([0, 0, 0], 2)):
+        c = Confirmation(plain, 8, alt, 8, np.array(alt_row, dtype=np.int64))
         parent = np.arange(3, dtype=np.int64)
         ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
         counters = np.zeros(4, np.int64)
-        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt,
+        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
                    np.arange(3, dtype=np.int64), parent, ea, eb, es, counters)
-        assert counters[2] == linked, use_alt
-    with pytest.raises(ValueError, match="use_alt"):
-        Confirmation(plain, 8, alt, 8, np.zeros(2, dtype=np.bool_))
+        assert counters[2] == linked, alt_row
+    with pytest.raises(ValueError, match="alt_row"):
+        Confirmation(plain, 8, alt, 8, np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="alt_row"):
+        Confirmation(plain, 8, alt, 8, np.array([0, 1, 2], dtype=np.int64))

@@ -200,8 +200,9 @@ STAGES: tuple[StageInfo, ...] = (
               "every hit confirmed", lambda cfg: BloomExactStage(cfg.bloom)),
     StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate",
               lambda cfg: MinHashLSHStage(cfg.minhash)),
-    StageInfo("aw", "aw", "near duplicates by weighted Jaccard: shingles weighted by distilled attention "
-              "importance x IDF, ICWS signatures, entropy-adaptive banding; confirms the lsh and sph pairs too",
+    StageInfo("aw", "aw", "near duplicates by weighted Jaccard: shingles weighted by importance (line cue; "
+              "distilled attention or the teacher on request), ICWS signatures, entropy-adaptive banding over "
+              "multi-line documents; confirms the lsh and sph pairs too",
               lambda cfg: AWMinHashStage(cfg.aw, cfg.normalize)),
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),

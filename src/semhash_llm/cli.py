@@ -92,10 +92,11 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-aw", dest="aw.enabled", action="store_const", const=False,
                    help="turn AW-MinHash off (plain MinHash confirms the lsh and sph pairs)")
     g.add_argument("--importance", dest="aw.importance", choices=["model", "line", "teacher"],
-                   help="token importance: the distilled attention model, the line cue alone, or the teacher itself "
-                   "(slow: small corpora and checks)")
+                   help="token importance: the line cue (tokens on the token's line), the distilled attention model "
+                   "times it, or the teacher's attention times it (slow: small corpora and checks)")
     g.add_argument("--importance-model", dest="aw.importance_model",
-                   help="importance.npz written by `semhash-llm train importance` (default: the shipped one)")
+                   help="importance.npz written by `semhash-llm train importance` for --importance model "
+                   "(default: the shipped one)")
     g.add_argument("--aw-threshold", dest="aw.threshold", type=float,
                    help="weighted Jaccard that accepts an AW-MinHash candidate")
     g.add_argument("--aw-idf", dest="aw.idf", action="store_const", const=True,

@@ -246,15 +246,15 @@ class AWConfig:
     ``k`` shingle weights, the share of its shingles that carry its weight, at most
     ``focus_share``: chrome discounted, weight concentrated on its content) enters
     ``bands_focused`` bands, so two documents meet in the bands they share, the smaller count.
-    Only documents of at least ``min_lines`` lines with tokens are banded: a text of one line has
-    no chrome to discount, and plain MinHash LSH decides it at its own threshold. A candidate
-    is accepted when its weighted Jaccard estimate reaches ``threshold``. With the
-    stage on, the ``lsh`` and ``sph`` stages confirm their candidates on these signatures too
-    (``confirm``): shared page chrome confirms nothing.
+    Only documents of at least ``min_lines`` lines with tokens are weighted, signed and banded: a
+    text of one line has no chrome to discount, and plain MinHash decides it and every pair it is
+    in. A candidate is accepted when its weighted Jaccard estimate reaches ``threshold``. With
+    the stage on, the ``lsh`` and ``sph`` stages confirm their candidates on these signatures too
+    (``confirm``), for every pair of two weighted documents: shared page chrome confirms nothing.
     """
 
     enabled: bool = True
-    importance: Literal["model", "line", "teacher"] = "model"
+    importance: Literal["model", "line", "teacher"] = "line"
     importance_model: str | None = None
     idf: bool = False
     idf_sample: int = 20_000
@@ -278,6 +278,10 @@ class AWConfig:
         if self.importance_model is not None and (not isinstance(self.importance_model, str) or not self.importance_model):
             _fail(owner, "importance_model", "a path to an importance.npz or None (the shipped model)",
                   self.importance_model)
+        if self.importance_model is not None and self.importance != "model":
+            raise ConfigError(f"The 'importance_model' parameter of AWConfig is read only with importance='model'; "
+                              f"got importance={self.importance!r}. Pass --importance model with --importance-model, "
+                              "or drop --importance-model")
         _check_bool(owner, "idf", self.idf)
         _check_int(owner, "idf_sample", self.idf_sample, 1, 10_000_000)
         _check_int(owner, "num_perm", self.num_perm, 8, 1024)

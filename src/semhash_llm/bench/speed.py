@@ -8,7 +8,7 @@ then deduplicates the same texts in memory, in the same process, one after the o
 * ``semhash-llm`` — :func:`semhash_llm.deduplicate`, the same job as the peers
   (``--only bloom,lsh``): Bloom exact and MinHash LSH (128 permutations, word 5-grams,
   threshold 0.8, verified pairs);
-* ``semhash-llm+sph`` — the full default cascade (the same plus SPH and the passage stage);
+* ``semhash-llm+sph`` — the full default cascade (the same plus AW-MinHash, SPH and the passage stage);
 * ``datasketch`` — ``MinHash(num_perm=128).update_batch`` over word 5-grams and
   ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
   returns a candidate);
@@ -161,10 +161,13 @@ class SpeedRow:
 
 def _run_semhash(texts: list[str]) -> np.ndarray:
     from semhash_llm import PipelineConfig, deduplicate
+    from semhash_llm.cascade import STAGES
 
+    # `--only bloom,lsh`, built from the stage list so that a new stage never joins this row unseen;
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
-    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, "sph": {"enabled": False},
-                                                       "passages": {"enabled": False}}))
+    sections: dict[str, dict[str, object]] = {info.section: {"enabled": info.name in ("bloom", "lsh")}
+                                              for info in STAGES}
+    res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, **sections}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"
 
 

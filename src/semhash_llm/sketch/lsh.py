@@ -97,7 +97,7 @@ def _try_pair(
     min_equal: int,
     alt_sigs: np.ndarray,
     alt_min_equal: int,
-    use_alt: np.ndarray,
+    alt_row: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
     x: int,
@@ -109,15 +109,16 @@ def _try_pair(
 ) -> int:
     """0: already linked; 1: compared and linked; 2: compared and rejected.
 
-    The pair is compared on ``alt_sigs`` (at least ``alt_min_equal`` equal slots) when
-    ``use_alt`` marks either row, else on ``sigs`` (at least ``min_equal``)."""
+    The pair is compared on rows ``alt_row[x], alt_row[y]`` of ``alt_sigs`` (at least
+    ``alt_min_equal`` equal slots) when both have one (``>= 0``), else on ``sigs`` (at least
+    ``min_equal``)."""
     gx = rows[x]
     gy = rows[y]
     if uf_find(parent, gx) == uf_find(parent, gy):
         return 0
     counters[1] += 1
-    if use_alt[x] or use_alt[y]:
-        same = equal_slots(alt_sigs, x, y)
+    if alt_row[x] >= 0 and alt_row[y] >= 0:
+        same = equal_slots(alt_sigs, alt_row[x], alt_row[y])
         need = alt_min_equal
         width = alt_sigs.shape[1]
     else:
@@ -138,25 +139,26 @@ def _try_pair(
 @dataclass(frozen=True)
 class Confirmation:
     """How candidate pairs of signature rows are confirmed: on ``sigs`` with at least ``min_equal``
-    equal slots, or — for a pair where ``use_alt`` marks either row — on ``alt_sigs`` (the same
-    rows, e.g. AW-MinHash's weighted signatures) with at least ``alt_min_equal``."""
+    equal slots, or — for a pair of rows that both have an alternative signature (``alt_row``:
+    its row in ``alt_sigs``, ``-1`` for none; e.g. AW-MinHash's weighted signatures) — on those,
+    with at least ``alt_min_equal``."""
 
     sigs: np.ndarray
     min_equal: int
     alt_sigs: np.ndarray
     alt_min_equal: int
-    use_alt: np.ndarray
+    alt_row: np.ndarray
 
     @classmethod
     def plain(cls, sigs: np.ndarray, min_equal: int) -> Confirmation:
         """Every pair on ``sigs``."""
-        return cls(sigs, min_equal, sigs, min_equal, np.zeros(sigs.shape[0], dtype=np.bool_))
+        return cls(sigs, min_equal, sigs, min_equal, np.full(sigs.shape[0], -1, dtype=np.int64))
 
     def __post_init__(self) -> None:
         n = self.sigs.shape[0]
-        if self.alt_sigs.shape[0] != n or self.use_alt.shape != (n,):
-            raise ValueError(f"Confirmation: {n} signature rows but {self.alt_sigs.shape[0]} alternative rows and "
-                             f"{self.use_alt.shape} use_alt flags")
+        if self.alt_row.shape != (n,) or (n and int(self.alt_row.max()) >= self.alt_sigs.shape[0]):
+            raise ValueError(f"Confirmation: {n} signature rows need {n} alt_row entries below the "
+                             f"{self.alt_sigs.shape[0]} alternative rows; got shape {self.alt_row.shape}")
 
 
 def link_band(
@@ -166,7 +168,7 @@ def link_band(
     min_equal: int,
     alt_sigs: np.ndarray,
     alt_min_equal: int,
-    use_alt: np.ndarray,
+    alt_row: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
     max_bucket_size: int,
@@ -197,7 +199,7 @@ def link_band(
                 counters[0] += size * (size - 1) // 2
                 for i in range(start, end):
                     for j in range(i + 1, end):
-                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent, order[i],
+                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent, order[i],
                                   order[j], edges_a, edges_b, edges_s, counters)
             else:
                 if pending.shape[0] < size:
@@ -212,7 +214,7 @@ def link_band(
                     counters[3] += 1
                     kept = 0
                     for i in range(m):
-                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent,
+                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent,
                                      pending[i], rep, edges_a, edges_b, edges_s, counters) == 2:
                             pending[kept] = pending[i]
                             kept += 1
@@ -234,7 +236,7 @@ def link_pairs(
     min_equal: int,
     alt_sigs: np.ndarray,
     alt_min_equal: int,
-    use_alt: np.ndarray,
+    alt_row: np.ndarray,
     rows: np.ndarray,
     parent: np.ndarray,
     edges_a: np.ndarray,
@@ -249,5 +251,5 @@ def link_pairs(
     """
     for i in range(pairs_a.shape[0]):
         counters[0] += 1
-        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, use_alt, rows, parent, pairs_a[i], pairs_b[i],
+        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent, pairs_a[i], pairs_b[i],
                   edges_a, edges_b, edges_s, counters)

@@ -168,8 +168,9 @@ def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, thresho
     ``rows``) at ``threshold``, unless another stage offers better ones for some pairs.
 
     A stage with a ``confirmation(rows, threshold)`` method (AW-MinHash: weighted signatures,
-    on which shared page chrome weighs ~0) returns ``(alt_sigs, alt_min_equal, use_alt)`` for
-    the same rows, or ``None`` when it offers nothing.
+    on which shared page chrome weighs ~0) returns ``(alt_sigs, alt_min_equal, alt_row)``:
+    its signatures, the slots that must agree, and for each of ``rows`` its row there (``-1``:
+    none; a pair is confirmed on them when both documents have one), or ``None``.
     """
     plain = Confirmation.plain(sigs, int(math.ceil(threshold * sigs.shape[1] - 1e-9)))
     for stage in ctx.stages.values():
@@ -177,8 +178,8 @@ def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, thresho
         if callable(offer):
             found = offer(rows, threshold)
             if found is not None:
-                alt, alt_min, use_alt = found
-                return Confirmation(sigs, plain.min_equal, alt, alt_min, use_alt)
+                alt, alt_min, alt_row = found
+                return Confirmation(sigs, plain.min_equal, alt, alt_min, alt_row)
     return plain
 
 

@@ -80,7 +80,7 @@ class MinHashLSHStage:
         edges = self.link(ctx.union_find.parent_, confirm)
         details = self.stats()
         if confirm is not None:
-            details["pairs_confirmed_on_aw_signatures_possible"] = int(np.count_nonzero(confirm.use_alt))
+            details["docs_confirmed_on_aw_signatures"] = int(np.count_nonzero(confirm.alt_row >= 0))
         return Decision(edges, docs_in=self.num_signed, pairs_in=details["pairs_proposed"],
                         pairs_out=details["pairs_accepted"], details=details)
 
@@ -99,7 +99,7 @@ class MinHashLSHStage:
         for j in range(self.num_bands):
             col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
-            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, rows, parent,
+            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, rows, parent,
                       self.config.max_bucket_size, out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         return out.head(k)

@@ -56,9 +56,11 @@ from semhash_llm.config import NormalizeConfig, PassageConfig
 from semhash_llm.sketch.spill import KeyOccurrences
 from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch
 from semhash_llm.text.containment import shingle_containment
+from semhash_llm.text.lines import span_line_cues
+from semhash_llm.text.normalize import char_classes
 from semhash_llm.text.passages import passages_batch
 
-__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND", "passage_line_weights"]
+__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,40 +160,6 @@ def _pair_key(pid: np.ndarray, opid: np.ndarray) -> np.ndarray:
     return x
 
 
-_LINE_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-
-
-def passage_line_weights(texts: list[str], doc: np.ndarray, start: np.ndarray, end: np.ndarray, midpoint: float,
-                         scale: float) -> np.ndarray:
-    """Each passage's line cue: the token-weighted mean, over the whole lines it touches, of
-    ``1 / (1 + exp(-(tokens on the line - midpoint) / scale))`` (float32).
-
-    Tokens are counted as word runs, one per character in scripts written without spaces
-    (CJK): close to the project's tokenizer, from the original text the offsets point into.
-    A window over a menu weighs ~0.05, one over running text ~1, one across both in between.
-    """
-    out = np.ones(doc.size, np.float32)
-    if doc.size == 0:
-        return out
-    bounds = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1], True])
-    for k in range(bounds.size - 1):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        text = texts[int(doc[lo])]
-        lines = text.split("\n")
-        n = np.fromiter((len(_LINE_TOKEN.findall(line)) for line in lines), dtype=np.float64, count=len(lines))
-        cue = 1.0 / (1.0 + np.exp(-(n - midpoint) / scale))
-        line_start = np.zeros(len(lines), np.int64)
-        np.cumsum(np.fromiter((len(line) + 1 for line in lines[:-1]), np.int64, count=len(lines) - 1),
-                  out=line_start[1:])
-        cum_n = np.r_[0.0, np.cumsum(n)]
-        cum_w = np.r_[0.0, np.cumsum(n * cue)]
-        first = np.searchsorted(line_start, start[lo:hi], side="right") - 1
-        last = np.searchsorted(line_start, np.maximum(end[lo:hi] - 1, start[lo:hi]), side="right") - 1
-        tokens = cum_n[last + 1] - cum_n[first]
-        out[lo:hi] = np.where(tokens > 0, (cum_w[last + 1] - cum_w[first]) / np.maximum(tokens, 1), 1.0)
-    return out
-
-
 def _space_end(text: str, pos: int) -> int:
     """The end of the whitespace run that starts at ``pos`` (``pos`` itself if none)."""
     m = _SPACE.match(text, pos)
@@ -237,6 +205,7 @@ class PassageStage:
     def __init__(self, config: PassageConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config
         self.normalize = normalize or NormalizeConfig()
+        self._classes = char_classes(self.normalize.strip_punctuation)
         # The budget: a quarter for exact keys (one per passage), half for near keys (one per
         # band) while streaming; the last quarter for the (passage, passage) records of
         # containment after the stream.
@@ -296,8 +265,8 @@ class PassageStage:
         # The passage's weight in containment shares: AW-MinHash's line cue (a sentence ~1, a menu
         # entry ~0.05) over the lines it spans, so that shared page chrome does not make one page
         # "contained" in another of the same site.
-        self._weight.append(passage_line_weights(texts, pb.doc, pb.start, pb.end, cfg.line_midpoint, cfg.line_scale)
-                            if cfg.weighted else np.ones(len(pb), np.float32))
+        self._weight.append(span_line_cues(texts, self._classes, pb.doc, pb.start, pb.end, cfg.line_midpoint,
+                                           cfg.line_scale) if cfg.weighted else np.ones(len(pb), np.float32))
         self._len_doc.append(batch.index[docs])
         self._len_chars.append(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
         if len(pb):

@@ -96,7 +96,7 @@ class SPHStage:
         n = sigs.shape[0]
         c = confirm or Confirmation.plain(sigs, int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9)))
         out = Edges.buffer(n, SPH_EDGE_KIND)
-        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.use_alt, rows, parent,
+        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, rows, parent,
                    out.a, out.b, out.score, self.counters_)
         k = int(self.counters_[2])
         self.details_ = {
@@ -111,7 +111,7 @@ class SPHStage:
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": k,
             "min_jaccard": self.config.min_jaccard,
-            "docs_confirmed_on_aw_signatures": int(np.count_nonzero(c.use_alt)),
+            "docs_confirmed_on_aw_signatures": int(np.count_nonzero(c.alt_row >= 0)),
             "encode_seconds": round(self.encode_seconds_, 3),
         }
         return out.head(k)

@@ -1,15 +1,18 @@
 """Stage ``aw``, attention-weighted MinHash: near duplicates by weighted Jaccard, chrome weighing ~0.
 
-While the input streams, every document that reaches the feature stages gets its shingles
-(MinHash's own) weighted by importance × IDF (:mod:`semhash_llm.aw.weights`) and an ICWS
-signature of them (:mod:`semhash_llm.sketch.cws`): two signatures agree in a slot with
+While the input streams, every document of at least ``min_lines`` lines with tokens that reaches
+the feature stages (a text of one line has no chrome to discount: plain MinHash decides it, and
+every pair it is in) gets its shingles (MinHash's own) weighted by importance × IDF
+(:mod:`semhash_llm.aw.weights`) and an ICWS signature of them (:mod:`semhash_llm.sketch.cws`): two signatures agree in a slot with
 probability equal to the weighted Jaccard of the two weighted sets. Importance is per token:
 
-* ``model`` (default) — the teacher's attention importance distilled into a token table and
-  line cues (:class:`~semhash_llm.aw.importance.ImportanceModel`, unscaled so that a line
-  weighs the same in every page that holds it), times the line cue below;
-* ``line`` — the line cue alone: ``1 / (1 + exp(-(tokens on the line - 8) / 2))``; a menu
+* ``line`` (default) — the line cue: ``1 / (1 + exp(-(tokens on the line - 8) / 2))``; a menu
   entry of two words weighs ~0.05, a sentence ~1;
+* ``model`` — the teacher's attention importance distilled into a token table and line cues
+  (:class:`~semhash_llm.aw.importance.ImportanceModel`, unscaled so that a line weighs the
+  same in every page that holds it), times the line cue; it reproduces the teacher (Spearman
+  0.80) but changes no decision on the development benchmark and ranks chrome below article
+  words less well than the line cue alone (README), hence not the default;
 * ``teacher`` — the transformer's attention (:class:`~semhash_llm.aw.attention.TeacherImportance`)
   times the line cue: tens of documents a second, for small corpora and checks.
 
@@ -22,13 +25,12 @@ weights never depend on its position in the input.
 After the stream, **entropy-adaptive banding**: a document whose shingle weights are
 concentrated (``exp(H) / k`` ≤ ``focus_share``, :func:`effective_share`: a share of its
 shingles weighs ~0, its content stands out of its chrome) enters ``bands_focused`` bands of
-``rows_per_band`` slots; the others the first ``bands_diffuse``. Only documents of at least
-``min_lines`` lines are banded: a one-line text has no chrome to discount. Band ``j`` of every document is the same slots, so two documents meet in
-the bands both enter — ``min`` of their counts — and a pair of weighted Jaccard ``s`` becomes
+``rows_per_band`` slots; the others the first ``bands_diffuse``. Band ``j`` of every document
+is the same slots, so two documents meet in the bands both enter — ``min`` of their counts — and a pair of weighted Jaccard ``s`` becomes
 a candidate with probability ``1 - (1 - s^r)^min(b_a, b_b)`` (the S-curves in the README).
 Candidates are accepted at weighted Jaccard estimate ≥ ``threshold``. With ``confirm`` on,
 the ``lsh`` and ``sph`` stages confirm their own candidates on these signatures instead of
-the plain MinHash ones.
+the plain MinHash ones, for every pair of two documents that have one.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class AWMinHashStage:
         self._sigs: list[np.ndarray] = []
         self._rows: list[np.ndarray] = []
         self._focus: list[np.ndarray] = []
-        self._lines: list[np.ndarray] = []
+        self.docs_seen_ = 0
         self._empty: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
         self.seconds_ = {"importance": 0.0, "signatures": 0.0}
@@ -140,8 +142,21 @@ class AWMinHashStage:
         normalized = ([batch.normalized[j] for j in docs.tolist()] if batch.normalized is not None
                       else normalize_batch(texts, self.normalize))
         lines = token_lines(normalized, self.classes_, tokens.tok_offsets)
+        # Only documents of min_lines lines or more: a one-line text has no chrome to weigh, and
+        # lsh and sph confirm it (and every pair it is in) on plain MinHash.
+        multi = np.diff(lines.line_offsets) >= self.config.min_lines
+        self.docs_seen_ += int(docs.size)
+        if not multi.any():
+            self.seconds_["importance"] += time.perf_counter() - t0
+            return
+        if not multi.all():
+            keep = np.flatnonzero(multi)
+            docs = docs[keep]
+            tokens = _subset(tokens, keep)
+            texts = [texts[j] for j in keep.tolist()]
+            normalized = [normalized[j] for j in keep.tolist()]
+            lines = token_lines(normalized, self.classes_, tokens.tok_offsets)
         importance = self.importance(texts, tokens, lines)
-        self._lines.append(np.diff(lines.line_offsets).astype(np.int32))
         self.seconds_["importance"] += time.perf_counter() - t0
         index = batch.index[docs].astype(np.int64)
         if self.frozen_:
@@ -205,23 +220,23 @@ class AWMinHashStage:
             self._sigs = [np.concatenate(self._sigs)]
             self._rows = [np.concatenate(self._rows)]
             self._focus = [np.concatenate(self._focus)]
-        if len(self._lines) > 1:
-            self._lines = [np.concatenate(self._lines)]
         if len(self._empty) > 1:
             self._empty = [np.concatenate(self._empty)]
         return self._sigs[0], self._rows[0]
 
     def confirmation(self, rows: np.ndarray, threshold: float) -> tuple[np.ndarray, int, np.ndarray] | None:
-        """What another stage confirms its pairs on: these signatures in the order of its ``rows``,
-        the slots that must agree for ``threshold``, and which rows use them (documents of at
-        least ``min_lines`` lines: a pair is weighed when either is); ``None`` when ``confirm`` is off."""
+        """What another stage confirms its pairs on: these signatures, the slots that must agree
+        for ``threshold``, and for each of its ``rows`` (global document indices) the row of its
+        weighted signature here, ``-1`` for a document without one (fewer than ``min_lines``
+        lines); ``None`` when ``confirm`` is off."""
         if not self.config.confirm:
             return None
         sigs, mine = self.signatures()
-        if not np.array_equal(mine, rows):
-            raise RuntimeError("aw: the weighted signatures do not cover the same documents as the stage "
-                               "confirming on them")
-        return sigs, int(math.ceil(threshold * self.config.num_perm - 1e-9)), self._lines[0] >= self.config.min_lines
+        rows = np.asarray(rows, dtype=np.int64)
+        size = int(max(rows.max(initial=-1), mine.max(initial=-1))) + 1
+        where = np.full(size, -1, dtype=np.int64)
+        where[mine] = np.arange(mine.size, dtype=np.int64)
+        return sigs, int(math.ceil(threshold * self.config.num_perm - 1e-9)), where[rows]
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Entropy-adaptive banding; every candidate confirmed by its weighted Jaccard estimate."""
@@ -229,16 +244,13 @@ class AWMinHashStage:
         cfg = self.config
         n = sigs.shape[0]
         if n == 0:
-            return Decision(Edges.empty(), docs_in=0, details=self.stats(np.empty(0, np.int64)))
+            return Decision(Edges.empty(), docs_in=self.docs_seen_, details=self.stats(np.empty(0, np.int64)))
         share = self._focus[0]
         bands = np.where(share <= cfg.focus_share, cfg.bands_focused, cfg.bands_diffuse)
         bands[self._empty[0]] = 0  # no weighted shingle: nothing to band
-        # A text of one line has no chrome to discount: its weighted set is its plain one, weighed by
-        # IDF, and the lsh stage (confirmed on these signatures) decides it at its own threshold.
-        bands[self._lines[0] < cfg.min_lines] = 0
         min_equal = int(math.ceil(cfg.threshold * cfg.num_perm - 1e-9))
         out = Edges.buffer(n, AW_EDGE_KIND)
-        use_own = np.zeros(n, dtype=np.bool_)
+        no_alt = np.full(n, -1, dtype=np.int64)
         parent = ctx.union_find.parent_
         for j in range(cfg.bands_focused):
             members = np.flatnonzero(bands > j)
@@ -246,11 +258,12 @@ class AWMinHashStage:
                 break
             col = band_key_column(sigs, j, cfg.rows_per_band)
             order = members[np.argsort(col[members], kind="stable")]
-            link_band(order, col, sigs, min_equal, sigs, min_equal, use_own, rows, parent, cfg.max_bucket_size,
+            link_band(order, col, sigs, min_equal, sigs, min_equal, no_alt, rows, parent, cfg.max_bucket_size,
                       out.a, out.b, out.score, self.counters_)
         edges = out.head(int(self.counters_[2]))
         details = self.stats(bands)
-        return Decision(edges, docs_in=n, pairs_in=details["pairs_proposed"], pairs_out=len(edges), details=details)
+        return Decision(edges, docs_in=self.docs_seen_, pairs_in=details["pairs_proposed"], pairs_out=len(edges),
+                        details=details)
 
     def stats(self, bands: np.ndarray) -> dict[str, float | int | str]:
         """Numbers for the report."""
@@ -261,6 +274,8 @@ class AWMinHashStage:
             "idf_sample_docs": int(self.df_.num_docs) if self.df_ is not None else 0,
             "num_perm": cfg.num_perm,
             "rows_per_band": cfg.rows_per_band,
+            "docs_seen": self.docs_seen_,
+            "docs_signed": int(sum(s.shape[0] for s in self._sigs)),
             "docs_banded": int(np.count_nonzero(bands)),
             "docs_focused": int(np.count_nonzero(bands == cfg.bands_focused)) if cfg.bands_focused != cfg.bands_diffuse
             else 0,

@@ -256,11 +256,11 @@ Speed: {s['model_docs_per_s']:,.0f} documents/s (lines and prediction, ~1.8 KB s
 one process on this machine) against the teacher's {s['teacher_docs_per_s']}.
 
 ## Use and limits
-AW-MinHash multiplies this importance by the a priori line-length cue (and, with `--aw-idf`, the IDF;
-see the README).
+Used by AW-MinHash with `--importance model` (times the line-length logistic; the default is the
+logistic alone, see the README for the comparison on real pages and on the development benchmark).
 The teacher itself tells article words from page chrome only weakly (ROC AUC 0.65-0.79 on real
 pages, `benchmarks/importance_report.py`), so a faithful copy of it is weak at that too; the
-line-length cue is what removes most chrome. Trained on English prose: other scripts fall back on
+line-length cue is what removes chrome. Trained on English prose: other scripts fall back on
 the buckets their tokens hash to and on the line cues.
 """
 
