@@ -73,7 +73,7 @@ def main() -> None:
             imp = stage.importance(texts, tb, lines)
         off, feats, wts = weighted_shingles(tb, imp, tok_idf if use_idf else None)
 
-        def wj(a: int, b: int) -> float:
+        def wj(a: int, b: int, off: np.ndarray = off, feats: np.ndarray = feats, wts: np.ndarray = wts) -> float:
             return weighted_jaccard(feats[off[a]:off[a + 1]], wts[off[a]:off[a + 1]],
                                     feats[off[b]:off[b + 1]], wts[off[b]:off[b + 1]])
 

@@ -9,6 +9,7 @@ numba, Arrow, one batch).
 
     python benchmarks/memory.py --sizes 100000,1000000 --doc-chars 400
     python benchmarks/memory.py --sizes 100000,1000000 -- --no-sph     # flags after -- go to dedup
+    python benchmarks/memory.py --line-words 12 -- --no-aw             # multi-line documents: AW weighs them
 """
 
 from __future__ import annotations
@@ -26,11 +27,19 @@ import orjson
 from semhash_llm.bench.speed import make_speed_corpus
 
 
+def _lines(text: str, words: int) -> str:
+    w = text.split()
+    return "\n".join(" ".join(w[i : i + words]) for i in range(0, len(w), words))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--doc-chars", type=int, default=400)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--line-words", type=int, default=0,
+                    help="break each document into lines of this many words (0: one line); multi-line documents "
+                    "are what AW-MinHash weighs and signs")
     ap.add_argument("dedup_args", nargs="*", help="extra `semhash-llm dedup` flags (after --)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -38,15 +47,16 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in sizes:
-        path = work / f"corpus-{n}.jsonl"
+        path = work / (f"corpus-{n}.jsonl" if not args.line_words else f"corpus-{n}-lines{args.line_words}.jsonl")
         if not path.exists():
             chunk = 100_000
             with open(path, "wb") as fh:
                 for start in range(0, n, chunk):
                     m = min(chunk, n - start)
                     corpus = make_speed_corpus(m, args.doc_chars, near_fraction=0.0, hot_copies=0, seed=start)
+                    texts = corpus.texts if not args.line_words else [_lines(t, args.line_words) for t in corpus.texts]
                     fh.write(b"".join(orjson.dumps({"id": f"d{start + i}", "text": t}) + b"\n"
-                                      for i, t in enumerate(corpus.texts)))
+                                      for i, t in enumerate(texts)))
         out = work / f"out-{n}"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "semhash_llm", "dedup", str(path), "-o", str(out), "--no-kept",

@@ -48,6 +48,7 @@ from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
 from semhash_llm.sketch.lsh import band_key_column, link_band
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.near import _mapped_array
 from semhash_llm.text.lines import LineBatch, token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch
@@ -201,8 +202,12 @@ class AWMinHashStage:
         full = cws_signatures(offsets, features, weights, num_perm=self.config.num_perm, seed=self.config.seed)
         # Kept as 32-bit slots (512 bytes a document at 128 slots, as MinHash): two different samples
         # then agree with probability 2^-32 instead of 2^-63, far below the estimate's own error.
-        # A set without weight keeps its all-ones row, which the banding skips.
-        self._sigs.append((full ^ (full >> np.uint64(32))).astype(np.uint32))
+        # A set without weight keeps its all-ones row, which the banding skips. Each chunk has its
+        # own memory map, so that gathering them frees each at once (as MinHash's do).
+        folded = _mapped_array(full.shape, np.uint32)
+        np.bitwise_xor(full, full >> np.uint64(32), out=full)
+        folded[:] = full
+        self._sigs.append(folded)
         self._empty.append(full[:, 0] == EMPTY_SLOT)
         self._focus.append(effective_share(offsets, weights))
         self._rows.append(index)
@@ -217,7 +222,15 @@ class AWMinHashStage:
         if not self._sigs:
             return np.empty((0, self.config.num_perm), np.uint32), np.empty(0, np.int64)
         if len(self._sigs) > 1:
-            self._sigs = [np.concatenate(self._sigs)]
+            total = sum(c.shape[0] for c in self._sigs)
+            sigs = np.empty((total, self.config.num_perm), dtype=np.uint32)
+            pos = 0
+            while self._sigs:  # chunk by chunk: the peak is the matrix plus one chunk
+                chunk = self._sigs.pop(0)
+                sigs[pos : pos + chunk.shape[0]] = chunk
+                pos += chunk.shape[0]
+                del chunk
+            self._sigs = [sigs]
             self._rows = [np.concatenate(self._rows)]
             self._focus = [np.concatenate(self._focus)]
         if len(self._empty) > 1:
@@ -262,7 +275,7 @@ class AWMinHashStage:
                       out.a, out.b, out.score, self.counters_)
         edges = out.head(int(self.counters_[2]))
         details = self.stats(bands)
-        return Decision(edges, docs_in=self.docs_seen_, pairs_in=details["pairs_proposed"], pairs_out=len(edges),
+        return Decision(edges, docs_in=self.docs_seen_, pairs_in=int(self.counters_[0]), pairs_out=len(edges),
                         details=details)
 
     def stats(self, bands: np.ndarray) -> dict[str, float | int | str]:

@@ -202,11 +202,11 @@ def model_throughput(model: ImportanceModel, num_docs: int = 20_000, seed: int =
     vocab = ["w" + format(i, "x") for i in range(5000)]
     texts = []
     for _ in range(num_docs):
-        lines = []
+        page: list[str] = []
         for _ in range(int(rng.integers(6, 14))):
             k = int(rng.choice([2, 4, 25, 40]))
-            lines.append(" ".join(vocab[j] for j in rng.integers(0, len(vocab), k)) + ("." if k > 10 else ""))
-        texts.append("\n".join(lines))
+            page.append(" ".join(vocab[j] for j in rng.integers(0, len(vocab), k)) + ("." if k > 10 else ""))
+        texts.append("\n".join(page))
     cfg = NormalizeConfig()
     classes = char_classes(cfg.strip_punctuation)
     norm = normalize_batch(texts, cfg)
