@@ -228,17 +228,17 @@ class MinHashConfig:
 class AWConfig:
     """Attention-weighted MinHash: near duplicates by *weighted* Jaccard of importance-weighted shingles.
 
-    Every shingle (MinHash's own) weighs its least important token's importance times the mean
-    IDF of its tokens. ``importance``: ``"model"`` (the distilled attention importance of
+    Every shingle (MinHash's own) weighs the importance of its least important token.
+    ``importance``: ``"line"`` (the line cue: a logistic of the tokens on the token's line, with
+    ``line_midpoint`` and ``line_scale``), ``"model"`` (the distilled attention importance of
     :mod:`semhash_llm.aw.importance`, ``importance_model`` or the shipped one, times the line
-    cue), ``"line"`` (the line cue alone: a logistic of the tokens on the token's line) or
-    ``"teacher"`` (the transformer's attention itself, times the line cue; tens of documents a
-    second, for small corpora and checks). ``idf`` (off by default: on the development benchmark
-    it lowers the weighted Jaccard of wrapped copies, README): each shingle's weight is also
-    multiplied by the mean IDF of its tokens, with document frequencies counted over the first
-    ``idf_sample`` documents of the input (a count-min sketch plus a ``wordfreq`` prior for
-    small inputs) and frozen before any signature is made, so the weights never depend on
-    where in the input a document sits.
+    cue) or ``"teacher"`` (the transformer's attention itself, times the line cue; tens of
+    documents a second, for small corpora and checks). ``idf`` (off by default: it changed no
+    decision on the development benchmark once the line cue has removed the chrome, README):
+    each shingle's weight is also multiplied by the mean IDF of its tokens, with document
+    frequencies counted over the first ``idf_sample`` documents of the input (a count-min sketch
+    plus a ``wordfreq`` prior for small inputs) and frozen before any signature is made, so the
+    weights never depend on where in the input a document sits.
 
     ICWS signatures of ``num_perm`` slots collide with probability equal to the weighted
     Jaccard. Banding is entropy-adaptive and nested: every document enters the first
@@ -337,9 +337,10 @@ class PassageConfig:
       documents or more are counted as boilerplate in the report, apart from rarer viral
       passages.
     * With ``weighted`` (the default) each passage weighs, in the shares above, AW-MinHash's line
-      cue at its tokens a line, ``1 / (1 + exp(-(tokens per line - line_midpoint) / line_scale))``:
-      a sentence ~1, a window over a menu ~0.05. Shared page chrome then makes no page
-      "contained" in another page of its site.
+      cue over the lines it spans: the token-weighted mean of
+      ``1 / (1 + exp(-(tokens on the line - line_midpoint) / line_scale))`` — a sentence ~1, a
+      window over a menu ~0.05. Shared page chrome then makes no page "contained" in, or a
+      version of, another page of its site.
     * Keys are counted in sorted runs spilled to disk past ``memory_budget_mb``.
     """
 

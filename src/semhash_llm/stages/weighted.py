@@ -3,8 +3,9 @@
 While the input streams, every document of at least ``min_lines`` lines with tokens that reaches
 the feature stages (a text of one line has no chrome to discount: plain MinHash decides it, and
 every pair it is in) gets its shingles (MinHash's own) weighted by importance × IDF
-(:mod:`semhash_llm.aw.weights`) and an ICWS signature of them (:mod:`semhash_llm.sketch.cws`): two signatures agree in a slot with
-probability equal to the weighted Jaccard of the two weighted sets. Importance is per token:
+(:mod:`semhash_llm.aw.weights`) and an ICWS signature of them (:mod:`semhash_llm.sketch.cws`):
+two signatures agree in a slot with probability equal to the weighted Jaccard of the two
+weighted sets. Importance is per token:
 
 * ``line`` (default) — the line cue: ``1 / (1 + exp(-(tokens on the line - 8) / 2))``; a menu
   entry of two words weighs ~0.05, a sentence ~1;
@@ -26,8 +27,9 @@ After the stream, **entropy-adaptive banding**: a document whose shingle weights
 concentrated (``exp(H) / k`` ≤ ``focus_share``, :func:`effective_share`: a share of its
 shingles weighs ~0, its content stands out of its chrome) enters ``bands_focused`` bands of
 ``rows_per_band`` slots; the others the first ``bands_diffuse``. Band ``j`` of every document
-is the same slots, so two documents meet in the bands both enter — ``min`` of their counts — and a pair of weighted Jaccard ``s`` becomes
-a candidate with probability ``1 - (1 - s^r)^min(b_a, b_b)`` (the S-curves in the README).
+is the same slots, so two documents meet in the bands both enter — ``min`` of their counts —
+and a pair of weighted Jaccard ``s`` becomes a candidate with probability
+``1 - (1 - s^r)^min(b_a, b_b)`` (the S-curves in the README).
 Candidates are accepted at weighted Jaccard estimate ≥ ``threshold``. With ``confirm`` on,
 the ``lsh`` and ``sph`` stages confirm their own candidates on these signatures instead of
 the plain MinHash ones, for every pair of two documents that have one.
@@ -204,11 +206,11 @@ class AWMinHashStage:
         # then agree with probability 2^-32 instead of 2^-63, far below the estimate's own error.
         # A set without weight keeps its all-ones row, which the banding skips. Each chunk has its
         # own memory map, so that gathering them frees each at once (as MinHash's do).
+        self._empty.append(full[:, 0] == EMPTY_SLOT)
         folded = _mapped_array(full.shape, np.uint32)
         np.bitwise_xor(full, full >> np.uint64(32), out=full)
         folded[:] = full
         self._sigs.append(folded)
-        self._empty.append(full[:, 0] == EMPTY_SLOT)
         self._focus.append(effective_share(offsets, weights))
         self._rows.append(index)
         self.seconds_["signatures"] += time.perf_counter() - t0
