@@ -25,12 +25,12 @@ import pyarrow.compute as pc
 from semhash_llm.config import PipelineConfig
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
-from semhash_llm.select import EDGE_KINDS, Selection, select_survivors
+from semhash_llm.select import EDGE_KINDS, CoverFn, Selection, refine_by_cover, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Fragments, Stage, StreamBatch
-from semhash_llm.stages.exact import BloomExactStage
+from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
-from semhash_llm.stages.passages import PassageStage
+from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
 from semhash_llm.stages.semantic import SPHStage
 from semhash_llm.stages.weighted import AWMinHashStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
@@ -322,6 +322,12 @@ class Cascade:
         t4 = time.perf_counter()
         edges = Edges.concat(edge_parts)
         roots = ctx.union_find.roots()
+        reclustered = 0
+        if cfg.select.cover_check and len(edges):
+            roots, kept_edges, reclustered = refine_by_cover(
+                roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select, children,
+                _cover_fn({st.name: st for st in stages}, edges, n, cfg))
+            edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges], edges.kind[kept_edges])
         selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
                                      prios.view(), cfg.select, children)
         fragments = Fragments.concat(fragment_parts)
@@ -336,6 +342,8 @@ class Cascade:
         st_select.details = {"clusters": int(np.count_nonzero((selection.cluster_size > 1) &
                                                               (selection.keeper == np.arange(n)))),
                              "keep_policy": cfg.select.keep}
+        if cfg.select.cover_check:
+            st_select.details["cover_check_reclustered"] = reclustered
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
         funnel = [read, *(rows[st.name] for st in stages), st_select]
@@ -387,6 +395,73 @@ class Cascade:
         order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
         index = np.asarray(got_docs, dtype=np.int64)[order]
         return index, [got_texts[k] for k in order.tolist()]
+
+
+def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig) -> CoverFn:
+    """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
+    when a stage accepted the pair itself, when they are exact copies, when their MinHash (or,
+    both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
+    stages, or when a chain of containment edges leads from the document to the keeper. Exact copies that Bloom claimed
+    (no signatures of their own) stand for the copy they equal."""
+    sig_rows: list[tuple[np.ndarray, np.ndarray]] = []  # (signatures, row of each document or -1)
+    floors: list[float] = []
+    for name, floor in (("lsh", cfg.minhash.threshold), ("aw", cfg.aw.threshold)):
+        stage = stages.get(name)
+        signatures = getattr(stage, "signatures", None)
+        if stage is None or not callable(signatures):
+            continue
+        sigs, rows = signatures()
+        where = np.full(n, -1, dtype=np.int64)
+        where[rows] = np.arange(rows.size, dtype=np.int64)
+        sig_rows.append((sigs, where))
+        floors.append(floor)
+    if "sph" in stages:
+        floors.append(cfg.sph.min_jaccard)
+    floor = min(floors) if floors else 1.0
+    # Exact classes: each stands for its first member (the one Bloom did not claim: it has the
+    # signatures; the union-find's roots are the smallest index).
+    exact = edges.kind == EXACT_EDGE_KIND
+    classes = UnionFind(n)
+    if exact.any():
+        classes.union_many(edges.a[exact].astype(np.int64), edges.b[exact].astype(np.int64))
+    reps = classes.roots()
+    parents: dict[int, list[int]] = {}
+    contained = edges.kind == CONTAINED_EDGE_KIND
+    for child, parent in zip(edges.a[contained].tolist(), edges.b[contained].tolist()):
+        parents.setdefault(child, []).append(parent)
+
+    def contained_in(doc: int, keeper: int) -> bool:
+        seen = {doc}
+        frontier = [doc]
+        while frontier:
+            nxt: list[int] = []
+            for d in frontier:
+                for p in parents.get(d, ()):
+                    if p == keeper:
+                        return True
+                    if p not in seen:
+                        seen.add(p)
+                        nxt.append(p)
+            frontier = nxt
+        return False
+
+    linked = np.unique(np.concatenate([edges.a * n + edges.b, edges.b * n + edges.a]).astype(np.int64))
+
+    def covers(docs: np.ndarray, keepers: np.ndarray) -> np.ndarray:
+        rd, rk = reps[docs], reps[keepers]
+        ok = (rd == rk) | np.isin(docs.astype(np.int64) * n + keepers, linked)
+        for sigs, where in sig_rows:
+            wd, wk = where[rd], where[rk]
+            both = (wd >= 0) & (wk >= 0) & ~ok
+            if both.any():
+                same = (sigs[wd[both]] == sigs[wk[both]]).mean(axis=1)
+                ok[np.flatnonzero(both)[same >= floor - 1e-9]] = True
+        for i in np.flatnonzero(~ok).tolist():
+            d, k = int(docs[i]), int(keepers[i])
+            ok[i] = contained_in(d, k) or contained_in(int(rd[i]), int(rk[i]))
+        return ok
+
+    return covers
 
 
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:

@@ -124,6 +124,9 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
                    help="memory for passage keys before sorted runs spill to disk")
     g = p.add_argument_group("select and write")
     g.add_argument("--keep", dest="select.keep", choices=["first", "longest", "priority"])
+    g.add_argument("--no-cover-check", dest="select.cover_check", action="store_const", const=False,
+                   help="remove every member of a cluster but its survivor, also those linked to it only through a "
+                   "chain of pairs (default: only those the survivor covers directly)")
     g.add_argument("--priority-field", dest="select.priority_field")
     g.add_argument("--priority-order", dest="select.priority_order", choices=["desc", "asc"])
     g.add_argument("--format", dest="output.format", choices=["parquet", "jsonl"], help="format of the kept output")

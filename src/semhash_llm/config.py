@@ -408,14 +408,25 @@ class SelectConfig:
     order (what streaming deduplicators do). ``priority``: the highest
     (``priority_order='desc'``) or lowest value of the numeric metadata field
     ``priority_field`` (missing values rank last; ties: the earliest).
+
+    ``cover_check`` (on by default): a document is removed only when its survivor covers it
+    directly — a pair a stage accepted, an exact copy, a (weighted) Jaccard estimate of the two
+    at least the lowest floor of the enabled lexical stages, or a containment chain from it to
+    the survivor. The others are not removed through a chain of pairwise links: they are
+    re-clustered among themselves (over their own edges), and so on, until every removal is
+    covered. Chains of pairwise links otherwise merge distinct documents (two articles in one
+    huge site template, each linked to a copy of itself) and keep one of them: a lost
+    document. Off, more duplicates are removed and more documents lost (README, *Quality*).
     """
 
     keep: Literal["first", "longest", "priority"] = "longest"
     priority_field: str | None = None
     priority_order: Literal["desc", "asc"] = "desc"
+    cover_check: bool = True
 
     def __post_init__(self) -> None:
         _check_choice("SelectConfig", "keep", self.keep, ("first", "longest", "priority"))
+        _check_bool("SelectConfig", "cover_check", self.cover_check)
         _check_str("SelectConfig", "priority_field", self.priority_field, allow_none=True)
         _check_choice("SelectConfig", "priority_order", self.priority_order, ("desc", "asc"))
         if self.keep == "priority" and self.priority_field is None:

@@ -9,6 +9,7 @@ in the tree of accepted edges: a chain is only as strong as its weakest link.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba as nb
@@ -16,7 +17,7 @@ import numpy as np
 
 from semhash_llm.config import SelectConfig
 
-__all__ = ["EDGE_KINDS", "Selection", "select_survivors"]
+__all__ = ["EDGE_KINDS", "Selection", "select_survivors", "refine_by_cover", "CoverFn"]
 
 # Edge kind → (relation, decided_by). Later stages append kinds.
 EDGE_KINDS: dict[int, tuple[str, str]] = {
@@ -130,3 +131,65 @@ def select_survivors(
         _bfs(n, keeper, edges_a.astype(np.int64), edges_b.astype(np.int64), edges_score.astype(np.float64),
              edges_kind.astype(np.int64), via_kind, via_score)
     return Selection(keeper=keeper, cluster_size=cluster_size, via_kind=via_kind, via_score=via_score)
+
+
+CoverFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``covers(docs, keepers)``: for each pair, whether the keeper covers the document directly."""
+
+
+def _components(nodes: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, n: int) -> np.ndarray:
+    """Root (smallest index) of each of ``nodes`` over the edges with both ends in ``nodes``."""
+    parent = np.arange(n, dtype=np.int64)
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = int(parent[x])
+        return x
+
+    inside = np.zeros(n, dtype=np.bool_)
+    inside[nodes] = True
+    both = inside[edges_a] & inside[edges_b]
+    for x, y in zip(edges_a[both].tolist(), edges_b[both].tolist()):
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[max(rx, ry)] = min(rx, ry)
+    return np.asarray([find(int(x)) for x in nodes.tolist()], dtype=np.int64)
+
+
+def refine_by_cover(roots: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, edges_score: np.ndarray,
+                    edges_kind: np.ndarray, lengths: np.ndarray, priorities: np.ndarray, config: SelectConfig,
+                    children: np.ndarray | None, covers: CoverFn) -> tuple[np.ndarray, np.ndarray, int]:
+    """Split clusters until every removed document is covered by its survivor directly.
+
+    Returns the refined roots, a mask of the edges kept (both ends in one refined cluster) and
+    the number of documents that had to be re-clustered. Each round picks the survivors with
+    :func:`select_survivors`, asks ``covers`` about every other member, and gives the
+    uncovered ones clusters of their own: the connected components of their own edges. Every
+    round splits at least one cluster, so it ends; a document alone is its own survivor.
+    """
+    n = roots.shape[0]
+    roots = roots.astype(np.int64).copy()
+    a = edges_a.astype(np.int64)
+    b = edges_b.astype(np.int64)
+    reclustered = np.zeros(n, dtype=np.bool_)
+    while True:
+        keep_edge = roots[a] == roots[b]
+        sel = select_survivors(roots, a[keep_edge], b[keep_edge], edges_score[keep_edge], edges_kind[keep_edge],
+                               lengths, priorities, config, children)
+        removed = np.flatnonzero(sel.keeper != np.arange(n))
+        if removed.size == 0:
+            break
+        ok = np.asarray(covers(removed, sel.keeper[removed]), dtype=np.bool_)
+        uncovered = removed[~ok]
+        if uncovered.size == 0:
+            break
+        reclustered[uncovered] = True
+        # Provisional labels (components above n, so they never meet a kept cluster's root), then
+        # every cluster is labelled by its smallest member again, as the union-find does.
+        label = roots.copy()
+        label[uncovered] = n + _components(uncovered, a[keep_edge], b[keep_edge], n)
+        smallest = np.full(2 * n, n, dtype=np.int64)
+        np.minimum.at(smallest, label, np.arange(n, dtype=np.int64))
+        roots = smallest[label]
+    return roots, roots[a] == roots[b], int(np.count_nonzero(reclustered))
