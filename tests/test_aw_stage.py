@@ -49,7 +49,7 @@ def _wrapped_corpus(seed: int = 0, prefix: str = "") -> list[dict[str, str]]:
 def test_one_article_in_different_chrome_is_found_by_weighting() -> None:
     records = _wrapped_corpus()
     rows = _run(records)
-    assert [rows[f"wrap{k}"]["action"] for k in range(3)] == ["keep", "remove", "remove"]
+    assert [rows[f"wrap{k}"]["action"] for k in range(3)] == ["keep", "remove", "remove"]  # found by AW
     assert {rows[f"wrap{k}"]["duplicate_of"] for k in (1, 2)} == {"wrap0"}
     assert all(rows[f"other{k}"]["action"] == "keep" for k in range(5))
     assert {rows[f"wrap{k}"]["decided_by"] for k in (1, 2)} <= {"aw", "sph"}
@@ -156,8 +156,8 @@ def test_pages_of_one_site_are_not_passage_versions_of_each_other() -> None:
     off = {"enabled": False}
     # Weighted by the line cue, the shared menu passages do not make the pages versions of one text
     # (and the lsh candidates, confirmed on the weighted signatures, are rejected) ...
-    rows = _run(records, sph=off)
+    rows = _run(records, sph=off, passages={"weighted": True})
     assert all(rows[f"page{k}"]["action"] == "keep" for k in range(4))
-    # ... counted one passage one vote, they did.
-    unweighted = _run(records, sph=off, passages={"weighted": False})
+    # ... counted one passage one vote (the default), they did.
+    unweighted = _run(records, sph=off)
     assert sum(unweighted[f"page{k}"]["decided_by"] == "passages" for k in range(4)) >= 1

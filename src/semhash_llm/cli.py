@@ -118,8 +118,9 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
                    help="which occurrence of a fragment stays")
     g.add_argument("--max-cut-share", dest="passages.max_cut_share", type=float,
                    help="largest share of a document's characters that cuts may take; past it, it stays whole")
-    g.add_argument("--no-passage-weights", dest="passages.weighted", action="store_const", const=False,
-                   help="count every passage once in containment shares (default: by its line cue, menus ~0)")
+    g.add_argument("--passage-weights", dest="passages.weighted", action="store_const", const=True,
+                   help="count each passage by its line cue in containment shares (menus ~0), so that pages of one "
+                   "site template are never versions of each other (default: every passage once)")
     g.add_argument("--passage-memory-mb", dest="passages.memory_budget_mb", type=int,
                    help="memory for passage keys before sorted runs spill to disk")
     g = p.add_argument_group("select and write")

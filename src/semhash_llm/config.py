@@ -336,8 +336,9 @@ class PassageConfig:
       text: past that it is left whole and counted. Passages in ``boilerplate_min_docs``
       documents or more are counted as boilerplate in the report, apart from rarer viral
       passages.
-    * With ``weighted`` (the default) each passage weighs, in the shares above, AW-MinHash's line
-      cue over the lines it spans: the token-weighted mean of
+    * With ``weighted`` (off by default: on the development benchmark it cost 0.4–1.0 composite
+      points and moved no false deletion, README) each passage weighs, in the shares above,
+      AW-MinHash's line cue over the lines it spans: the token-weighted mean of
       ``1 / (1 + exp(-(tokens on the line - line_midpoint) / line_scale))`` — a sentence ~1, a
       window over a menu ~0.05. Shared page chrome then makes no page "contained" in, or a
       version of, another page of its site.
@@ -364,7 +365,7 @@ class PassageConfig:
     max_cut_share: float = 0.5
     boilerplate_min_docs: int = 100
     memory_budget_mb: int = 256
-    weighted: bool = True
+    weighted: bool = False
     line_midpoint: float = 8.0
     line_scale: float = 2.0
 

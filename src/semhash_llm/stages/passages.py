@@ -17,9 +17,9 @@ After the stream, in this order:
    ``containment`` of its passages found in another document is a candidate child of it
    when that document holds clearly more of its own (its passages not found in the child
    outnumber the child's own by more than ``max_novel_passages``, and it is at least
-   ``parent_min_ratio`` times as long; shares count each passage by its line cue,
-   :func:`semhash_llm.text.lines.span_line_cues`, unless ``weighted`` is off, so that the
-   menus of a site template weigh ~0); two versions of one text
+   ``parent_min_ratio`` times as long; with ``weighted``, shares count each passage by its
+   line cue, :func:`semhash_llm.text.lines.span_line_cues`, so that the menus of a site
+   template weigh ~0); two versions of one text
    that each keep some of their own are linked by an undirected near-duplicate edge
    (``PASSAGE_NEAR_EDGE_KIND``) instead, and the keep policy decides. A candidate child is
    dropped when:
