@@ -401,8 +401,8 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
     when a stage accepted the pair itself, when they are exact copies, when their MinHash (or,
     both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
-    stages, or when a chain of containment edges leads from the document to the keeper. Exact copies that Bloom claimed
-    (no signatures of their own) stand for the copy they equal."""
+    stages, or when a chain of containment edges leads from the document to the keeper. Exact
+    copies that Bloom claimed (no signatures of their own) stand for the copy they equal."""
     sig_rows: list[tuple[np.ndarray, np.ndarray]] = []  # (signatures, row of each document or -1)
     floors: list[float] = []
     for name, floor in (("lsh", cfg.minhash.threshold), ("aw", cfg.aw.threshold)):
