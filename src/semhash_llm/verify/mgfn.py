@@ -1,0 +1,213 @@
+"""MGFN, the multi-granularity fusion network of the neural verifier (issue 9; model only so far).
+
+One encoder reads a document at three granularities and fuses them with a gate:
+
+* **character level** — UTF-8 bytes through an embedding and 1-D convolutions of several widths
+  (3, 5, 7 by default), ReLU, max-pooled over the text: fine perturbations (typos, OCR noise);
+* **token level** — the project's canonical tokens (hashed into ``token_buckets`` buckets)
+  through an embedding and a bidirectional LSTM, mean-pooled over the tokens: word order and
+  template patterns;
+* **semantic level** — the SPH student's document embedding through a normalized feed-forward
+  projection (LayerNorm, Linear, GELU): what the text is about;
+* **gate** — a softmax over the three levels from document traits (:func:`document_traits`:
+  length, share of characters in scripts written without spaces, share of tokens on short
+  lines), so a short OCR snippet can lean on characters and a web page on meaning.
+
+The fused vector goes through a projection head into the space where duplicates cluster
+(unit length; trained with a contrastive loss whose margin is learned per duplicate type A–E,
+:meth:`MGFN.contrastive_loss`), and a **boundary network** on ``[u, v, u ⊙ v, |u − v|]``
+gives the duplicate probability. **Monte Carlo dropout** (:meth:`MGFN.mc_predict`): ``T``
+passes with dropout on give a mean and a variance per pair; a high variance marks a pair
+uncertain (the LLM judge's input).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from semhash_llm.config import NormalizeConfig, ShingleConfig
+from semhash_llm.text.lines import token_lines
+from semhash_llm.text.normalize import char_classes, normalize_batch
+from semhash_llm.text.tokenize import tokenize_batch
+
+__all__ = ["MGFNConfig", "MGFN", "PairBatch", "encode_texts", "document_traits", "NUM_TRAITS", "CATEGORIES"]
+
+CATEGORIES: tuple[str, ...] = ("A", "B", "C", "D", "E")
+NUM_TRAITS = 3
+
+
+@dataclass(frozen=True)
+class MGFNConfig:
+    """Sizes of the network (defaults: a few hundred thousand parameters, CPU-trainable)."""
+
+    max_chars: int = 1024
+    char_dim: int = 32
+    char_channels: int = 64
+    kernel_sizes: tuple[int, ...] = (3, 5, 7)
+    max_tokens: int = 256
+    token_buckets: int = 1 << 15
+    token_dim: int = 64
+    lstm_hidden: int = 64
+    semantic_dim: int = 256
+    hidden: int = 128
+    projection: int = 64
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "char_dim", "char_channels", "max_tokens", "token_buckets", "token_dim",
+                     "lstm_hidden", "semantic_dim", "hidden", "projection"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"MGFNConfig.{name} must be a positive int; got {value!r}")
+        if not self.kernel_sizes or any(k < 1 for k in self.kernel_sizes):
+            raise ValueError(f"MGFNConfig.kernel_sizes must be positive ints; got {self.kernel_sizes!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"MGFNConfig.dropout must be in [0, 1); got {self.dropout!r}")
+
+
+@dataclass
+class PairBatch:
+    """The encoder inputs of a batch of texts (one side of a batch of pairs)."""
+
+    chars: torch.Tensor  # (B, max_chars) int64, 0 = padding, byte + 1
+    tokens: torch.Tensor  # (B, max_tokens) int64, 0 = padding, bucket + 1
+    semantic: torch.Tensor  # (B, semantic_dim) float32
+    traits: torch.Tensor  # (B, NUM_TRAITS) float32
+
+
+def document_traits(texts: Sequence[str], normalize: NormalizeConfig | None = None) -> np.ndarray:
+    """``(n, 3)`` float32: log length in characters / 10, share of characters in scripts written
+    without spaces (CJK, Thai…), share of tokens on lines of fewer than 8 tokens (chrome-like)."""
+    cfg = normalize or NormalizeConfig()
+    classes = char_classes(cfg.strip_punctuation)
+    norm = normalize_batch(list(texts), cfg)
+    tb = tokenize_batch(norm, classes, ShingleConfig())
+    lines = token_lines(norm, classes, tb.tok_offsets)
+    counts = np.diff(tb.tok_offsets)
+    doc = np.repeat(np.arange(len(texts)), counts)
+    short = (lines.tokens[lines.tok_line] < 8).astype(np.float64)
+    short_share = np.bincount(doc, weights=short, minlength=len(texts)) / np.maximum(counts, 1)
+    out = np.zeros((len(texts), NUM_TRAITS), dtype=np.float32)
+    for i, text in enumerate(texts):
+        n = max(len(text), 1)
+        out[i, 0] = np.log1p(len(text)) / 10.0
+        out[i, 1] = sum(1 for ch in text if 0x2E80 <= ord(ch) <= 0x9FFF or 0x0E00 <= ord(ch) <= 0x0EFF) / n
+    out[:, 2] = short_share
+    return out
+
+
+def encode_texts(texts: Sequence[str], config: MGFNConfig, semantic: np.ndarray | None = None,
+                 normalize: NormalizeConfig | None = None) -> PairBatch:
+    """Encoder inputs for ``texts``: bytes, hashed canonical tokens, the given semantic
+    embeddings (``(n, semantic_dim)``; zeros when ``None``) and the document traits."""
+    n = len(texts)
+    chars = np.zeros((n, config.max_chars), dtype=np.int64)
+    for i, text in enumerate(texts):
+        raw = np.frombuffer(text.encode("utf-8")[: config.max_chars], dtype=np.uint8)
+        chars[i, : raw.size] = raw.astype(np.int64) + 1
+    cfg = normalize or NormalizeConfig()
+    tb = tokenize_batch(normalize_batch(list(texts), cfg), char_classes(cfg.strip_punctuation), ShingleConfig())
+    tokens = np.zeros((n, config.max_tokens), dtype=np.int64)
+    buckets = (tb.tok_hashes % np.uint64(config.token_buckets)).astype(np.int64) + 1
+    for i in range(n):
+        s, e = int(tb.tok_offsets[i]), int(tb.tok_offsets[i + 1])
+        e = min(e, s + config.max_tokens)
+        tokens[i, : e - s] = buckets[s:e]
+    if semantic is None:
+        sem = np.zeros((n, config.semantic_dim), dtype=np.float32)
+    else:
+        sem = np.asarray(semantic, dtype=np.float32)
+        if sem.shape != (n, config.semantic_dim):
+            raise ValueError(f"encode_texts: semantic embeddings of shape ({n}, {config.semantic_dim}) expected; got "
+                             f"{sem.shape}")
+    return PairBatch(torch.from_numpy(chars), torch.from_numpy(tokens), torch.from_numpy(sem),
+                     torch.from_numpy(document_traits(texts, cfg)))
+
+
+class MGFN(nn.Module):
+    """Encoder (three granularities and a gate), projection head and boundary network."""
+
+    def __init__(self, config: MGFNConfig | None = None) -> None:
+        super().__init__()
+        self.config = cfg = config or MGFNConfig()
+        self.char_embed = nn.Embedding(257, cfg.char_dim, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(cfg.char_dim, cfg.char_channels, k, padding=k // 2)
+                                   for k in cfg.kernel_sizes)
+        self.char_out = nn.Linear(cfg.char_channels * len(cfg.kernel_sizes), cfg.hidden)
+        self.token_embed = nn.Embedding(cfg.token_buckets + 1, cfg.token_dim, padding_idx=0)
+        self.lstm = nn.LSTM(cfg.token_dim, cfg.lstm_hidden, batch_first=True, bidirectional=True)
+        self.token_out = nn.Linear(2 * cfg.lstm_hidden, cfg.hidden)
+        self.semantic = nn.Sequential(nn.LayerNorm(cfg.semantic_dim), nn.Linear(cfg.semantic_dim, cfg.hidden),
+                                      nn.GELU())
+        self.gate = nn.Linear(NUM_TRAITS, 3)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.head = nn.Sequential(nn.Linear(cfg.hidden, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, cfg.projection))
+        self.boundary = nn.Sequential(nn.Linear(4 * cfg.projection, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
+                                      nn.Linear(cfg.hidden, 1))
+        # One contrastive margin per duplicate type (softplus of these: always positive).
+        self.margin_raw = nn.Parameter(torch.zeros(len(CATEGORIES)))
+
+    # ------------------------------------------------------------------ encoder
+
+    def levels(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, 3, hidden)`` level vectors and ``(B, 3)`` gate weights."""
+        c = self.char_embed(batch.chars).transpose(1, 2)  # (B, dim, L)
+        pooled = [F.relu(conv(c)).amax(dim=2) for conv in self.convs]
+        h_char = self.char_out(torch.cat(pooled, dim=1))
+        mask = (batch.tokens > 0).float()
+        out, _ = self.lstm(self.token_embed(batch.tokens))
+        h_tok = self.token_out((out * mask.unsqueeze(2)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0))
+        h_sem = self.semantic(batch.semantic)
+        gate = torch.softmax(self.gate(batch.traits), dim=1)
+        return torch.stack([h_char, h_tok, h_sem], dim=1), gate
+
+    def encode(self, batch: PairBatch) -> torch.Tensor:
+        """Unit-length vectors in the contrastive space, ``(B, projection)``."""
+        levels, gate = self.levels(batch)
+        fused = (levels * gate.unsqueeze(2)).sum(1)
+        return F.normalize(self.head(self.dropout(fused)), dim=1)
+
+    # ------------------------------------------------------------------ pairs
+
+    def logits(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Boundary network on ``[u, v, u ⊙ v, |u − v|]``: one logit per pair."""
+        return self.boundary(torch.cat([u, v, u * v, (u - v).abs()], dim=1)).squeeze(1)
+
+    def forward(self, a: PairBatch, b: PairBatch) -> torch.Tensor:
+        """Duplicate probability of every pair ``(a[i], b[i])``."""
+        return torch.sigmoid(self.logits(self.encode(a), self.encode(b)))
+
+    def margins(self) -> torch.Tensor:
+        """The learned contrastive margin of each type A–E (positive)."""
+        return F.softplus(self.margin_raw)
+
+    def contrastive_loss(self, u: torch.Tensor, v: torch.Tensor, label: torch.Tensor,
+                         category: torch.Tensor) -> torch.Tensor:
+        """Duplicates pulled together; non-duplicates pushed beyond the margin of the pair's type.
+
+        ``category`` indexes :data:`CATEGORIES` (for a negative: the type it imitates)."""
+        dist = (u - v).norm(dim=1)
+        margin = self.margins()[category]
+        pos = label * dist.pow(2)
+        neg = (1 - label) * F.relu(margin - dist).pow(2)
+        return (pos + neg).mean()
+
+    @torch.no_grad()
+    def mc_predict(self, a: PairBatch, b: PairBatch, passes: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
+        """Monte Carlo dropout: mean and variance of the duplicate probability over ``passes``
+        stochastic passes (dropout on; the module's own train/eval mode is restored)."""
+        if passes < 1:
+            raise ValueError(f"mc_predict needs passes >= 1; got {passes}")
+        was_training = self.training
+        self.train()
+        try:
+            probs = torch.stack([self.forward(a, b) for _ in range(passes)])
+        finally:
+            self.train(was_training)
+        return probs.mean(0), probs.var(0, unbiased=False)
