@@ -104,3 +104,19 @@ def test_a_few_training_steps_beat_chance_on_generated_pairs() -> None:
 
 def F_bce(logits, target):  # noqa: N802 - a local alias
     return torch.nn.functional.binary_cross_entropy_with_logits(logits, target)
+
+
+@pytest.mark.slow
+def test_train_verifier_writes_weights_report_and_card(tmp_path) -> None:
+    import json
+
+    from semhash_llm.train.verifier import train_verifier
+
+    report = train_verifier(_docs(1) + _docs(2), tmp_path, per_kind=6, epochs=1, trained_on="synthetic test text")
+    saved = torch.load(tmp_path / "verifier.pt", weights_only=True)
+    model = MGFN(MGFNConfig(**{k: tuple(v) if k == "kernel_sizes" else v for k, v in saved["config"].items()}))
+    model.load_state_dict(saved["state_dict"])
+    scores = json.loads((tmp_path / "train_report.json").read_text())["scores"]
+    assert scores == report["scores"] and 0.0 <= scores["accuracy"] <= 1.0
+    assert set(scores["per_kind_accuracy"]) <= set(POSITIVE_TYPES) | set(NEGATIVE_FAMILIES)
+    assert "synthetic test text" in (tmp_path / "MODEL_CARD.md").read_text()

@@ -330,6 +330,11 @@ def _add_train_parser(sub: Any) -> None:
     tp = tsub.add_parser("importance", help="distil the teacher's attention importance into the AW-MinHash table")
     add_train_importance_arguments(tp)
     tp.set_defaults(func=lambda a: run_train_importance_command(a))
+    from semhash_llm.train.verifier import add_train_verifier_arguments, run_train_verifier_command
+
+    tp = tsub.add_parser("verifier", help="train the MGFN verifier on self-supervised pairs (not a cascade stage yet)")
+    add_train_verifier_arguments(tp)
+    tp.set_defaults(func=lambda a: run_train_verifier_command(a))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

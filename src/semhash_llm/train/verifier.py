@@ -1,0 +1,219 @@
+"""``semhash-llm train verifier``: train MGFN on self-supervised pairs (issue 9; the model is not a stage yet).
+
+1. Documents: by default the training part of the permitted sources under ``--data-dir``
+   (:func:`semhash_llm.train.importance.permitted_documents`: Wikipedia CC BY-SA, public-domain
+   addresses), or the corpus files given. Each document goes whole to the fitting or the
+   held-apart side (a hash of its text).
+2. Pairs: :func:`semhash_llm.train.pairs.make_pairs` on each side (other seeds): positives of
+   types A–E and hard negatives, balanced.
+3. Inputs: bytes, hashed tokens, the shipped SPH student's embedding (the semantic level) and
+   the document traits (:func:`semhash_llm.verify.mgfn.encode_texts`).
+4. Training: Adam on binary cross-entropy of the boundary network plus ``--contrastive`` times
+   the contrastive loss (margins learned per type; a negative counts under the type it
+   imitates). CPU, deterministic for a seed (single-threaded kernels where torch allows).
+5. Held-apart evaluation: accuracy and ROC AUC overall and per type/family, and how well the
+   Monte Carlo dropout variance flags the wrong answers (AUC of variance for "wrong"). Writes
+   ``verifier.pt``, ``train_report.json`` and ``MODEL_CARD.md`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, TrainingPair, make_pairs
+
+__all__ = ["train_verifier", "add_train_verifier_arguments", "run_train_verifier_command", "IMITATES"]
+
+logger = logging.getLogger(__name__)
+
+#: The duplicate type each hard-negative family imitates (its contrastive margin).
+IMITATES: dict[str, str] = {"word_swap": "B", "entity_swap": "B", "negation": "C", "same_template": "A",
+                            "same_topic": "D"}
+
+
+def _roc_auc(score: np.ndarray, label: np.ndarray) -> float:
+    pos, neg = score[label == 1], score[label == 0]
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    order = np.argsort(np.concatenate([pos, neg]), kind="stable")
+    ranks = np.empty(order.size, dtype=np.float64)
+    ranks[order] = np.arange(1, order.size + 1)
+    return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
+
+
+def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int = 300, heldout: float = 0.2,
+                   epochs: int = 4, batch_size: int = 64, lr: float = 2e-3, contrastive: float = 0.5,
+                   mc_passes: int = 16, seed: int = 0, command: str = "",
+                   trained_on: str = "") -> dict[str, Any]:
+    """Train, evaluate and write the verifier; returns the report (module docstring)."""
+    import torch
+
+    from semhash_llm.sph.student import load_student
+    from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, encode_texts
+
+    if not 0.0 < heldout < 0.5:
+        raise ValueError(f"--heldout must be in (0, 0.5); got {heldout}")
+    t_start = time.perf_counter()
+    torch.manual_seed(seed)
+    fit_docs, held_docs = [], []
+    for text in documents:
+        digest = int.from_bytes(hashlib.blake2b(f"verifier:{seed}:{text}".encode(), digest_size=8).digest(), "little")
+        (held_docs if digest / 2**64 < heldout else fit_docs).append(text)
+    fit_pairs = make_pairs(fit_docs, per_kind, seed=seed)
+    held_pairs = make_pairs(held_docs, max(10, int(per_kind * heldout)), seed=seed + 1)
+    student = load_student()
+    config = MGFNConfig(semantic_dim=student.dim)
+    cat = {k: i for i, k in enumerate(CATEGORIES)}
+
+    def tensors(pairs: list[TrainingPair]) -> tuple[Any, Any, Any, Any]:
+        a_texts, b_texts = [p.a for p in pairs], [p.b for p in pairs]
+        a = encode_texts(a_texts, config, semantic=student.encode(a_texts))
+        b = encode_texts(b_texts, config, semantic=student.encode(b_texts))
+        y = torch.tensor([float(p.label) for p in pairs])
+        c = torch.tensor([cat[p.kind] if p.kind in cat else cat[IMITATES[p.kind]] for p in pairs])
+        return a, b, y, c
+
+    t0 = time.perf_counter()
+    fa, fb, fy, fc = tensors(fit_pairs)
+    ha, hb, hy, _ = tensors(held_pairs)
+    encode_seconds = time.perf_counter() - t0
+    model = MGFN(config)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    n = len(fit_pairs)
+    gen = torch.Generator().manual_seed(seed)
+    t0 = time.perf_counter()
+    losses: list[float] = []
+
+    def take(batch: Any, idx: Any) -> Any:
+        return type(batch)(batch.chars[idx], batch.tokens[idx], batch.semantic[idx], batch.traits[idx])
+
+    for _epoch in range(epochs):
+        model.train()
+        order = torch.randperm(n, generator=gen)
+        total = 0.0
+        for s in range(0, n, batch_size):
+            idx = order[s: s + batch_size]
+            u, v = model.encode(take(fa, idx)), model.encode(take(fb, idx))
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model.logits(u, v), fy[idx])
+            loss = loss + contrastive * model.contrastive_loss(u, v, fy[idx], fc[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * idx.numel()
+        losses.append(round(total / n, 4))
+    train_seconds = time.perf_counter() - t0
+
+    model.eval()
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        prob = model(ha, hb).numpy()
+    infer_seconds = time.perf_counter() - t0
+    mean, var = model.mc_predict(ha, hb, passes=mc_passes)
+    y = hy.numpy().astype(np.int64)
+    kinds = np.array([p.kind for p in held_pairs])
+    wrong = ((mean.numpy() > 0.5).astype(np.int64) != y).astype(np.int64)
+    scores: dict[str, Any] = {
+        "accuracy": round(float(((prob > 0.5).astype(np.int64) == y).mean()), 4),
+        "roc_auc": round(_roc_auc(prob, y), 4),
+        "mc_variance_auc_for_wrong": round(_roc_auc(var.numpy(), wrong), 4),
+        "per_kind_accuracy": {k: round(float(((prob[kinds == k] > 0.5).astype(np.int64) == y[kinds == k]).mean()), 4)
+                              for k in (*POSITIVE_TYPES, *NEGATIVE_FAMILIES) if (kinds == k).any()},
+        "held_apart_pairs": len(held_pairs),
+        "fitting_pairs": n,
+        "pairs_per_second_inference": round(len(held_pairs) / max(infer_seconds, 1e-9), 1),
+        "margins": {k: round(float(m), 4) for k, m in zip(CATEGORIES, model.margins().detach().numpy())},
+        "loss_per_epoch": losses,
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save({"config": asdict(config), "state_dict": model.state_dict()}, out / "verifier.pt")
+    report = {
+        "command": command, "trained_on": trained_on, "documents": {"fitting": len(fit_docs), "held_apart": len(held_docs)},
+        "config": {"per_kind": per_kind, "heldout": heldout, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+                   "contrastive": contrastive, "mc_passes": mc_passes, "seed": seed, "model": asdict(config)},
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "seconds": {"encode_inputs": round(encode_seconds, 1), "train": round(train_seconds, 1),
+                    "total": round(time.perf_counter() - t_start, 1)},
+        "scores": scores,
+    }
+    (out / "train_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out / "MODEL_CARD.md").write_text(_card(report))
+    return report
+
+
+def _card(report: dict[str, Any]) -> str:
+    s = report["scores"]
+    per_kind = "\n".join(f"| {k} | {v} |" for k, v in s["per_kind_accuracy"].items())
+    return f"""# SemHash-LLM verifier (MGFN) — trained, not yet a cascade stage
+
+Multi-granularity fusion network (`semhash_llm.verify.mgfn`): byte convolutions, a BiLSTM over
+hashed tokens and the SPH student's embedding, gated by document traits; contrastive projection
+with a margin per duplicate type; boundary network on [u, v, u*v, |u-v|]; Monte Carlo dropout.
+{report['parameters']:,} parameters.
+
+## Training
+- Command: `{report['command']}`
+- Text: {report['trained_on']} ({report['documents']['fitting']} fitting / {report['documents']['held_apart']} held-apart documents).
+- Pairs: `semhash_llm.train.pairs.make_pairs` (self-supervised: positives A–E, hard negatives
+  word swap, entity swap, negation, same template, same topic), {s['fitting_pairs']:,} fitting pairs.
+- Settings: {json.dumps({k: v for k, v in report['config'].items() if k != 'model'})}.
+- Time on this CPU: {report['seconds']['train']} s of training, {report['seconds']['total']} s in all.
+
+## Held-apart scores ({s['held_apart_pairs']} pairs from other documents)
+Accuracy {s['accuracy']}, ROC AUC {s['roc_auc']}; MC-dropout variance flags the wrong answers
+with AUC {s['mc_variance_auc_for_wrong']}. Learned margins: {s['margins']}.
+
+| type / family | accuracy |
+|---|---:|
+{per_kind}
+
+These are the generator's own pairs on held-apart documents, not the development benchmark:
+the verifier is not in the cascade yet (issue 9).
+"""
+
+
+def add_train_verifier_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options of ``semhash-llm train verifier`` to ``parser``."""
+    parser.add_argument("corpus", nargs="*", help="corpus files or folders (default: the permitted sources of --data-dir)")
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--out", required=True, help="output folder (verifier.pt, train_report.json, MODEL_CARD.md)")
+    parser.add_argument("--per-kind", type=int, default=300, help="fitting pairs per positive type and negative family")
+    parser.add_argument("--heldout", type=float, default=0.2)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--contrastive", type=float, default=0.5, help="weight of the contrastive loss")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def run_train_verifier_command(args: argparse.Namespace) -> int:
+    """Run ``semhash-llm train verifier`` from parsed arguments; 0 on success."""
+    from semhash_llm.train.importance import PERMITTED_SOURCES, permitted_documents
+
+    if args.corpus:
+        from semhash_llm.sph.corpus import read_corpus_documents
+
+        documents = [text for _key, text in read_corpus_documents(args.corpus, part="train")]
+        trained_on = "the training part of " + ", ".join(args.corpus)
+    else:
+        documents, trained_on = permitted_documents(args.data_dir), PERMITTED_SOURCES
+    command = "semhash-llm " + " ".join(sys.argv[1:]) if "verifier" in sys.argv else "train_verifier(...)"
+    report = train_verifier(documents, args.out, per_kind=args.per_kind, heldout=args.heldout, epochs=args.epochs,
+                            batch_size=args.batch_size, lr=args.lr, contrastive=args.contrastive, seed=args.seed,
+                            command=command, trained_on=trained_on)
+    s = report["scores"]
+    print(f"verifier -> {args.out}/verifier.pt; held-apart accuracy {s['accuracy']}, ROC AUC {s['roc_auc']}, "
+          f"MC variance AUC for wrong answers {s['mc_variance_auc_for_wrong']}; {report['seconds']['train']} s training")
+    return 0
