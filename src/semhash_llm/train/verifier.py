@@ -66,7 +66,8 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
         raise ValueError(f"--heldout must be in (0, 0.5); got {heldout}")
     t_start = time.perf_counter()
     torch.manual_seed(seed)
-    fit_docs, held_docs = [], []
+    fit_docs: list[str] = []
+    held_docs: list[str] = []
     for text in documents:
         digest = int.from_bytes(hashlib.blake2b(f"verifier:{seed}:{text}".encode(), digest_size=8).digest(), "little")
         (held_docs if digest / 2**64 < heldout else fit_docs).append(text)
