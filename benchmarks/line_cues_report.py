@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from importance_report import DEFAULT_DATA, build_docs, roc_auc  # noqa: E402
 
 from semhash_llm.aw.importance import ImportanceModel  # noqa: E402
+from semhash_llm.aw.weights import line_cue  # noqa: E402
 from semhash_llm.bench.sources import read_readability_pages  # noqa: E402
 from semhash_llm.config import NormalizeConfig, ShingleConfig  # noqa: E402
 from semhash_llm.sketch.docfreq import DocumentFrequency  # noqa: E402
-from semhash_llm.stages.weighted import line_cue  # noqa: E402
 from semhash_llm.text.lines import token_lines  # noqa: E402
 from semhash_llm.text.normalize import char_classes, normalize_batch  # noqa: E402
 from semhash_llm.text.tokenize import tokenize_batch  # noqa: E402

@@ -89,7 +89,7 @@ def test_a_few_training_steps_beat_chance_on_generated_pairs() -> None:
     for _ in range(150):
         model.train()
         u, v = model.encode(a), model.encode(b)
-        loss = F_bce(model.logits(u, v), y) + 0.5 * model.contrastive_loss(u, v, y, c)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model.logits(u, v), y) + 0.5 * model.contrastive_loss(u, v, y, c)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -100,10 +100,6 @@ def test_a_few_training_steps_beat_chance_on_generated_pairs() -> None:
     assert acc >= 0.65 and acc > untrained + 0.1, (acc, untrained)
     assert (model.margins() > 0).all()
     assert {p.kind for p in pairs} >= set(POSITIVE_TYPES)
-
-
-def F_bce(logits, target):  # noqa: N802 - a local alias
-    return torch.nn.functional.binary_cross_entropy_with_logits(logits, target)
 
 
 @pytest.mark.slow

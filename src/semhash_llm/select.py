@@ -16,6 +16,7 @@ import numba as nb
 import numpy as np
 
 from semhash_llm.config import SelectConfig
+from semhash_llm.sketch.unionfind import UnionFind, cluster_roots
 
 __all__ = ["EDGE_KINDS", "Selection", "select_survivors", "refine_by_cover", "CoverFn"]
 
@@ -139,22 +140,12 @@ CoverFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def _components(nodes: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, n: int) -> np.ndarray:
     """Root (smallest index) of each of ``nodes`` over the edges with both ends in ``nodes``."""
-    parent = np.arange(n, dtype=np.int64)
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = int(parent[x])
-        return x
-
     inside = np.zeros(n, dtype=np.bool_)
     inside[nodes] = True
     both = inside[edges_a] & inside[edges_b]
-    for x, y in zip(edges_a[both].tolist(), edges_b[both].tolist()):
-        rx, ry = find(x), find(y)
-        if rx != ry:
-            parent[max(rx, ry)] = min(rx, ry)
-    return np.asarray([find(int(x)) for x in nodes.tolist()], dtype=np.int64)
+    sets = UnionFind(n)
+    sets.union_many(edges_a[both], edges_b[both])
+    return cluster_roots(sets.parent_, nodes)
 
 
 def refine_by_cover(roots: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, edges_score: np.ndarray,

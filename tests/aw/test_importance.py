@@ -10,22 +10,12 @@ import numpy as np
 import pytest
 
 from semhash_llm.aw.importance import LINE_FEATURES, ImportanceModel, fit_importance, line_features, spearman
-from semhash_llm.config import NormalizeConfig, ShingleConfig
-from semhash_llm.text.lines import token_lines
-from semhash_llm.text.normalize import char_classes, normalize_batch
-from semhash_llm.text.tokenize import tokenize_batch
+from semhash_llm.text.lines import tokens_and_lines as _batch
 from semhash_llm.train.importance import chunk_lines
 
 WORDS = ("river stone market winter signal garden copper lantern orbit meadow harbor violet canyon "
          "the of and a to in is was for on with as by at from").split()
 
-
-def _batch(texts: list[str]):
-    cfg = NormalizeConfig()
-    classes = char_classes(cfg.strip_punctuation)
-    norm = normalize_batch(texts, cfg)
-    tb = tokenize_batch(norm, classes, ShingleConfig())
-    return tb, token_lines(norm, classes, tb.tok_offsets)
 
 
 def _page(rng: random.Random) -> str:

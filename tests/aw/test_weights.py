@@ -8,12 +8,10 @@ import numpy as np
 import pytest
 
 from semhash_llm.aw.weights import line_cue_importance, weighted_shingles
-from semhash_llm.config import NormalizeConfig, ShingleConfig
 from semhash_llm.sketch.cws import cws_signatures, weighted_jaccard, weighted_jaccard_estimate
 from semhash_llm.sketch.docfreq import DocumentFrequency
-from semhash_llm.text.lines import token_lines
-from semhash_llm.text.normalize import char_classes, normalize_batch
-from semhash_llm.text.tokenize import shingle_hashes, tokenize_batch
+from semhash_llm.text.lines import tokens_and_lines as _batch
+from semhash_llm.text.tokenize import shingle_hashes
 
 WORDS = ("river stone market winter signal garden copper lantern orbit meadow harbor violet canyon "
          "engine pepper glacier velvet summit timber falcon marble ribbon tunnel cobalt").split()
@@ -27,13 +25,6 @@ def _prose(rng: random.Random, sentences: int) -> str:
 def _menu(rng: random.Random, lines: int) -> str:
     return "\n".join(f"{rng.choice(WORDS).capitalize()}{rng.randrange(9)}" for _ in range(lines))
 
-
-def _batch(texts: list[str]):
-    cfg = NormalizeConfig()
-    classes = char_classes(cfg.strip_punctuation)
-    norm = normalize_batch(texts, cfg)
-    tb = tokenize_batch(norm, classes, ShingleConfig())
-    return tb, token_lines(norm, classes, tb.tok_offsets)
 
 
 def test_shingles_are_minhashs_and_menu_shingles_weigh_less() -> None:

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from semhash_llm.aw.weights import line_cue, mean_one
+from semhash_llm.sph.evaluate import spearman as rank_correlation
 from semhash_llm.text.lines import LineBatch
 from semhash_llm.text.tokenize import TokenizedBatch
 
@@ -65,26 +67,16 @@ def line_features(tokens: TokenizedBatch, lines: LineBatch, midpoint: float = 8.
         raise ValueError("line_features: the lines were not computed from these tokens "
                          f"({lines.tok_line.size} token lines for {tokens.tok_hashes.size} tokens)")
     line = lines.tok_line
-    t = lines.tokens[line].astype(np.float64)
     out = np.empty((line.size, len(LINE_FEATURES)), dtype=np.float32)
-    out[:, 0] = 1.0 / (1.0 + np.exp(-(t - midpoint) / scale))
-    out[:, 1] = np.log1p(t)
+    out[:, 0] = line_cue(tokens, lines, midpoint, scale)
+    out[:, 1] = np.log1p(lines.tokens[line].astype(np.float64))
     out[:, 2] = lines.terminal[line]
     return out
 
 
-def _doc_of_tokens(tok_offsets: np.ndarray) -> np.ndarray:
-    counts = np.diff(tok_offsets)
-    return np.repeat(np.arange(counts.size), counts)
-
-
 def _mean_one(log_imp: np.ndarray, tok_offsets: np.ndarray) -> np.ndarray:
     """``exp(log_imp)`` scaled to mean 1 over each document's tokens (float32)."""
-    raw = np.exp(np.clip(log_imp, -_LOG_CLIP, _LOG_CLIP))
-    doc = _doc_of_tokens(tok_offsets)
-    counts = np.diff(tok_offsets)
-    mean = np.bincount(doc, weights=raw, minlength=counts.size) / np.maximum(counts, 1)
-    return (raw / np.maximum(mean[doc], 1e-12)).astype(np.float32)
+    return mean_one(np.exp(np.clip(log_imp, -_LOG_CLIP, _LOG_CLIP)), tok_offsets)
 
 
 @dataclass(frozen=True)
@@ -199,30 +191,11 @@ def fit_importance(tok_hashes: np.ndarray, features: np.ndarray, target: np.ndar
                            dict(meta or {}))
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank)."""
-    order = np.argsort(values, kind="stable")
-    sorted_v = values[order]
-    ranks = np.empty(values.size, dtype=np.float64)
-    start = 0
-    while start < values.size:
-        end = start + 1
-        while end < values.size and sorted_v[end] == sorted_v[start]:
-            end += 1
-        ranks[order[start:end]] = 0.5 * (start + end - 1)
-        start = end
-    return ranks
-
-
 def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Spearman's rank correlation of two equal-length sequences (NaN when either is constant)."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"spearman needs two 1-D arrays of one length; got {x.shape} and {y.shape}")
-    if x.size < 2:
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
-    rx, ry = _ranks(x), _ranks(y)
-    rx -= rx.mean()
-    ry -= ry.mean()
-    den = math.sqrt(float(rx @ rx) * float(ry @ ry))
-    return float(rx @ ry / den) if den > 0 else float("nan")
+    return rank_correlation(x, y)

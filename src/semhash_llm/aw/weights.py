@@ -33,25 +33,37 @@ import numpy as np
 from semhash_llm.text.lines import LineBatch
 from semhash_llm.text.tokenize import TokenizedBatch, doc_shingles
 
-__all__ = ["line_cue_importance", "weighted_shingles"]
+__all__ = ["line_cue", "line_cue_importance", "mean_one", "weighted_shingles"]
+
+
+def _line_logistic(tokens: TokenizedBatch, lines: LineBatch, midpoint: float, scale: float, caller: str) -> np.ndarray:
+    """``1 / (1 + exp(-(tokens on the token's line - midpoint) / scale))`` per token, float64."""
+    if not (np.isfinite(midpoint) and np.isfinite(scale) and scale > 0):
+        raise ValueError(f"{caller} needs a finite midpoint and a scale > 0; got midpoint={midpoint}, scale={scale}")
+    if lines.tok_line.shape != tokens.tok_hashes.shape:
+        raise ValueError(f"{caller}: the lines were not computed from these tokens "
+                         f"({lines.tok_line.size} token lines for {tokens.tok_hashes.size} tokens)")
+    t = lines.tokens[lines.tok_line].astype(np.float64)
+    return 1.0 / (1.0 + np.exp(-(t - midpoint) / scale))
+
+
+def line_cue(tokens: TokenizedBatch, lines: LineBatch, midpoint: float = 8.0, scale: float = 2.0) -> np.ndarray:
+    """The unscaled line cue of every token (float32): the same for a line in any document."""
+    return _line_logistic(tokens, lines, midpoint, scale, "line_cue").astype(np.float32)
+
+
+def mean_one(values: np.ndarray, tok_offsets: np.ndarray) -> np.ndarray:
+    """Per-token ``values`` (float64) scaled to mean 1 over each document's tokens, as float32."""
+    counts = np.diff(tok_offsets)
+    doc = np.repeat(np.arange(counts.size), counts)
+    mean = np.bincount(doc, weights=values, minlength=counts.size) / np.maximum(counts, 1)
+    return (values / np.maximum(mean[doc], 1e-12)).astype(np.float32)
 
 
 def line_cue_importance(tokens: TokenizedBatch, lines: LineBatch, midpoint: float = 8.0,
                         scale: float = 2.0) -> np.ndarray:
     """Per-token importance (``float32``, mean 1 over each document's tokens) from its line's length."""
-    if not (np.isfinite(midpoint) and np.isfinite(scale) and scale > 0):
-        raise ValueError(f"line_cue_importance needs a finite midpoint and a scale > 0; got midpoint={midpoint}, "
-                         f"scale={scale}")
-    if lines.tok_line.shape != tokens.tok_hashes.shape:
-        raise ValueError("line_cue_importance: the lines were not computed from these tokens "
-                         f"({lines.tok_line.size} token lines for {tokens.tok_hashes.size} tokens)")
-    t = lines.tokens[lines.tok_line].astype(np.float64)
-    raw = 1.0 / (1.0 + np.exp(-(t - midpoint) / scale))
-    counts = np.diff(tokens.tok_offsets)
-    doc = np.repeat(np.arange(counts.size), counts)
-    sums = np.bincount(doc, weights=raw, minlength=counts.size)
-    mean = sums / np.maximum(counts, 1)
-    return (raw / np.maximum(mean[doc], 1e-12)).astype(np.float32)
+    return mean_one(_line_logistic(tokens, lines, midpoint, scale, "line_cue_importance"), tokens.tok_offsets)
 
 
 @nb.njit(cache=True)

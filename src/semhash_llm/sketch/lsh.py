@@ -16,6 +16,7 @@ documents that share a band yet differ pairwise — exactly the pairs that must 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numba as nb
@@ -25,7 +26,7 @@ from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
 __all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs",
-           "Confirmation"]
+           "Confirmation", "min_equal_slots"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -134,6 +135,11 @@ def _try_pair(
     edges_s[e] = same / width
     counters[2] += 1
     return 1
+
+
+def min_equal_slots(threshold: float, num_perm: int) -> int:
+    """The fewest equal slots of ``num_perm`` whose share reaches ``threshold`` (a Jaccard estimate)."""
+    return int(math.ceil(threshold * num_perm - 1e-9))
 
 
 @dataclass(frozen=True)

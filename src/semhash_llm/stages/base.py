@@ -19,14 +19,13 @@ same way for every stage.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from semhash_llm.sketch.lsh import Confirmation
+from semhash_llm.sketch.lsh import Confirmation, min_equal_slots
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
@@ -172,7 +171,7 @@ def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, thresho
     its signatures, the slots that must agree, and for each of ``rows`` its row there (``-1``:
     none; a pair is confirmed on them when both documents have one), or ``None``.
     """
-    plain = Confirmation.plain(sigs, int(math.ceil(threshold * sigs.shape[1] - 1e-9)))
+    plain = Confirmation.plain(sigs, min_equal_slots(threshold, sigs.shape[1]))
     for stage in ctx.stages.values():
         offer = getattr(stage, "confirmation", None)
         if callable(offer):

@@ -8,13 +8,12 @@ estimate before it is accepted, and pairs already in one cluster are not compare
 
 from __future__ import annotations
 
-import math
 import mmap
 
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
-from semhash_llm.sketch.lsh import Confirmation, band_key_column, link_band, optimal_lsh_params
+from semhash_llm.sketch.lsh import Confirmation, band_key_column, link_band, min_equal_slots, optimal_lsh_params
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.text.tokenize import TokenizedBatch
@@ -94,7 +93,7 @@ class MinHashLSHStage:
             return Edges.empty()
         sigs, rows = self.signatures()
         n = sigs.shape[0]
-        c = confirm or Confirmation.plain(sigs, int(math.ceil(self.config.threshold * self.config.num_perm - 1e-9)))
+        c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.threshold, self.config.num_perm))
         out = Edges.buffer(n, LSH_EDGE_KIND)
         for j in range(self.num_bands):
             col = band_key_column(sigs, j, self.rows_per_band)

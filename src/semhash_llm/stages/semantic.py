@@ -16,13 +16,12 @@ never merges two documents on meaning alone.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from semhash_llm.sketch.lsh import Confirmation, link_pairs
+from semhash_llm.sketch.lsh import Confirmation, link_pairs, min_equal_slots
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.sph.blocking import hamming_candidates
@@ -94,7 +93,7 @@ class SPHStage:
         cands = hamming_candidates(codes[reps], radius=radius, num_chunks=self.config.num_chunks,
                                    bits=self.config.bits, hot_spots=self.config.hot_spots)
         n = sigs.shape[0]
-        c = confirm or Confirmation.plain(sigs, int(math.ceil(self.config.min_jaccard * sigs.shape[1] - 1e-9)))
+        c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.min_jaccard, sigs.shape[1]))
         out = Edges.buffer(n, SPH_EDGE_KIND)
         link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, rows, parent,
                    out.a, out.b, out.score, self.counters_)

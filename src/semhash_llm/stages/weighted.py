@@ -38,46 +38,31 @@ the plain MinHash ones, for every pair of two documents that have one.
 from __future__ import annotations
 
 import logging
-import math
 import time
 
 import numpy as np
 
 from semhash_llm.aw.importance import ImportanceModel
-from semhash_llm.aw.weights import weighted_shingles
+from semhash_llm.aw.weights import line_cue, weighted_shingles
 from semhash_llm.config import AWConfig, NormalizeConfig
 from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
-from semhash_llm.sketch.lsh import band_key_column, link_band
+from semhash_llm.sketch.lsh import band_key_column, link_band, min_equal_slots
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
 from semhash_llm.stages.near import _mapped_array
 from semhash_llm.text.lines import LineBatch, token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["AWMinHashStage", "AW_EDGE_KIND", "line_cue", "weight_entropy", "effective_share"]
+__all__ = ["AWMinHashStage", "AW_EDGE_KIND", "weight_entropy", "effective_share"]
 
 logger = logging.getLogger(__name__)
 
 AW_EDGE_KIND = 5
 
 
-def line_cue(tokens: TokenizedBatch, lines: LineBatch, midpoint: float, scale: float) -> np.ndarray:
-    """The unscaled line cue of every token: a logistic of the number of tokens on its line (float32)."""
-    t = lines.tokens[lines.tok_line].astype(np.float64)
-    return (1.0 / (1.0 + np.exp(-(t - midpoint) / scale))).astype(np.float32)
-
-
-def effective_share(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``exp(H) / k`` of each document's ``k`` weights (``H`` their Shannon entropy): the share of its
-    shingles that carry its weight — 1 when all weigh the same, ~0.5 when half weigh ~0 (float32)."""
-    counts = np.diff(offsets)
-    h = weight_entropy(offsets, weights).astype(np.float64) * np.log(np.maximum(counts, 2))
-    return np.where(counts > 0, np.exp(h) / np.maximum(counts, 1), 1.0).astype(np.float32)
-
-
-def weight_entropy(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Normalized Shannon entropy of each document's weights (``H / log k``; 0 for k <= 1), float32."""
+def _entropy(offsets: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shannon entropy (nats, float64) of each document's weights, and its number of weights."""
     n = offsets.size - 1
     counts = np.diff(offsets)
     doc = np.repeat(np.arange(n), counts)
@@ -85,9 +70,20 @@ def weight_entropy(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
     total = np.bincount(doc, weights=w, minlength=n)
     p = w / np.maximum(total[doc], 1e-300)
     terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    h = np.bincount(doc, weights=terms, minlength=n)
-    norm = np.log(np.maximum(counts, 2))
-    return np.where(counts > 1, h / norm, 0.0).astype(np.float32)
+    return np.bincount(doc, weights=terms, minlength=n), counts
+
+
+def effective_share(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``exp(H) / k`` of each document's ``k`` weights (``H`` their Shannon entropy): the share of its
+    shingles that carry its weight — 1 when all weigh the same, ~0.5 when half weigh ~0 (float32)."""
+    h, counts = _entropy(offsets, weights)
+    return np.where(counts > 0, np.exp(h) / np.maximum(counts, 1), 1.0).astype(np.float32)
+
+
+def weight_entropy(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Normalized Shannon entropy of each document's weights (``H / log k``; 0 for k <= 1), float32."""
+    h, counts = _entropy(offsets, weights)
+    return np.where(counts > 1, h / np.log(np.maximum(counts, 2)), 0.0).astype(np.float32)
 
 
 def _subset(tokens: TokenizedBatch, docs: np.ndarray) -> TokenizedBatch:
@@ -251,7 +247,7 @@ class AWMinHashStage:
         size = int(max(rows.max(initial=-1), mine.max(initial=-1))) + 1
         where = np.full(size, -1, dtype=np.int64)
         where[mine] = np.arange(mine.size, dtype=np.int64)
-        return sigs, int(math.ceil(threshold * self.config.num_perm - 1e-9)), where[rows]
+        return sigs, min_equal_slots(threshold, self.config.num_perm), where[rows]
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Entropy-adaptive banding; every candidate confirmed by its weighted Jaccard estimate."""
@@ -263,7 +259,7 @@ class AWMinHashStage:
         share = self._focus[0]
         bands = np.where(share <= cfg.focus_share, cfg.bands_focused, cfg.bands_diffuse)
         bands[self._empty[0]] = 0  # no weighted shingle: nothing to band
-        min_equal = int(math.ceil(cfg.threshold * cfg.num_perm - 1e-9))
+        min_equal = min_equal_slots(cfg.threshold, cfg.num_perm)
         out = Edges.buffer(n, AW_EDGE_KIND)
         no_alt = np.full(n, -1, dtype=np.int64)
         parent = ctx.union_find.parent_

@@ -29,9 +29,11 @@ from typing import Sequence
 import numba as nb
 import numpy as np
 
-from semhash_llm.text.tokenize import count_tokens, encode_batch, mix64
+from semhash_llm.config import NormalizeConfig, ShingleConfig
+from semhash_llm.text.normalize import char_classes, normalize_batch
+from semhash_llm.text.tokenize import TokenizedBatch, count_tokens, encode_batch, mix64, tokenize_batch
 
-__all__ = ["LineBatch", "token_lines", "span_line_cues"]
+__all__ = ["LineBatch", "token_lines", "span_line_cues", "tokens_and_lines"]
 
 _U64 = np.uint64
 _WORD = 1
@@ -237,3 +239,13 @@ def span_line_cues(texts: Sequence[str], classes: np.ndarray, doc: np.ndarray, s
     _span_line_cues(cps, offsets, classes, doc_first, np.asarray(start, np.int64), np.asarray(end, np.int64),
                     float(midpoint), float(scale), out)
     return out
+
+
+def tokens_and_lines(texts: Sequence[str], normalize_config: NormalizeConfig | None = None,
+                     shingle_config: ShingleConfig | None = None) -> tuple[TokenizedBatch, LineBatch]:
+    """Normalize, tokenize and find the lines of ``texts`` in one go (the cascade's own tokens)."""
+    cfg = normalize_config or NormalizeConfig()
+    classes = char_classes(cfg.strip_punctuation)
+    normalized = normalize_batch(list(texts), cfg)
+    tokens = tokenize_batch(normalized, classes, shingle_config or ShingleConfig())
+    return tokens, token_lines(normalized, classes, tokens.tok_offsets)

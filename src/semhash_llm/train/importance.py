@@ -32,9 +32,9 @@ import numpy as np
 
 from semhash_llm.aw.importance import LINE_FEATURES, ImportanceModel, fit_importance, line_features, spearman
 from semhash_llm.config import NormalizeConfig, ShingleConfig
-from semhash_llm.text.lines import token_lines
+from semhash_llm.text.lines import token_lines, tokens_and_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
-from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
+from semhash_llm.text.tokenize import tokenize_batch
 
 __all__ = ["chunk_lines", "add_train_importance_arguments", "run_train_importance_command", "train_importance",
            "permitted_documents", "model_throughput", "PERMITTED_SOURCES"]
@@ -67,14 +67,6 @@ def chunk_lines(text: str, max_words: int) -> list[str]:
     if cur and words:
         chunks.append("\n".join(cur))
     return [c.strip("\n") for c in chunks if c.split()]
-
-
-def _tokens_and_lines(texts: Sequence[str], normalize: NormalizeConfig) -> tuple[TokenizedBatch, np.ndarray]:
-    classes = char_classes(normalize.strip_punctuation)
-    norm = normalize_batch(list(texts), normalize)
-    tb = tokenize_batch(norm, classes, ShingleConfig())
-    lines = token_lines(norm, classes, tb.tok_offsets)
-    return tb, line_features(tb, lines)
 
 
 PERMITTED_SOURCES = ("the training part (semhash_llm.datasplit) of the Wikipedia pages of the gensim fixture "
@@ -141,7 +133,8 @@ def train_importance(documents: Sequence[str], out_dir: str | Path, max_chunks: 
     teacher_seconds = time.perf_counter() - t0
     teacher_docs_per_s = (len(fit_chunks) + len(held_chunks)) / max(teacher_seconds, 1e-9)
 
-    tb, x = _tokens_and_lines(fit_texts, normalize)
+    tb, lines = tokens_and_lines(fit_texts, normalize)
+    x = line_features(tb, lines)
     counts = np.diff(tb.tok_offsets)
     if not all(int(c) == imp.size for c, imp in zip(counts.tolist(), fit_imp)):
         raise RuntimeError("the teacher's words and the tokenizer's tokens disagree in number; both must use one "
@@ -153,15 +146,13 @@ def train_importance(documents: Sequence[str], out_dir: str | Path, max_chunks: 
     model = fit_importance(tb.tok_hashes[cov], x[cov], y[cov], bits=bits, l2=l2, meta=meta)
 
     # ---- held-apart evaluation
-    htb, hx = _tokens_and_lines(held_texts, normalize)
+    htb, hlines = tokens_and_lines(held_texts, normalize)
     lines_only = ImportanceModel(np.zeros_like(model.table), model.coef, model.intercept, model.midpoint, model.scale)
     table_only = ImportanceModel(model.table, np.zeros_like(model.coef), 0.0, model.midpoint, model.scale)
     scores: dict[str, Any] = {}
-    classes = char_classes(normalize.strip_punctuation)
-    hnorm = normalize_batch(held_texts, normalize)
-    hlines = token_lines(hnorm, classes, htb.tok_offsets)
+    preds: dict[str, np.ndarray] = {}
     for name, m in (("model", model), ("line_cues_only", lines_only), ("token_table_only", table_only)):
-        pred = m.log_importance(htb, hlines)
+        pred = preds[name] = m.log_importance(htb, hlines)
         rhos = []
         for d, (imp, c) in enumerate(zip(held_imp, held_cov)):
             s, e = int(htb.tok_offsets[d]), int(htb.tok_offsets[d + 1])
@@ -171,7 +162,7 @@ def train_importance(documents: Sequence[str], out_dir: str | Path, max_chunks: 
         scores[f"spearman_{name}_mean"] = round(float(np.mean(rhos)), 4) if rhos else None
         scores[f"spearman_{name}_median"] = round(float(np.median(rhos)), 4) if rhos else None
     hy = np.log(np.maximum(np.concatenate(held_imp), 1e-3))[np.concatenate(held_cov)]
-    hp = model.log_importance(htb, hlines)[np.concatenate(held_cov)]
+    hp = preds["model"][np.concatenate(held_cov)]
     scores["pooled_spearman_model"] = round(spearman(hp, hy), 4)
     scores["held_apart_chunks"] = len(held_texts)
     scores["fitting_chunks"] = len(fit_texts)

@@ -31,10 +31,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from semhash_llm.config import NormalizeConfig, ShingleConfig
-from semhash_llm.text.lines import token_lines
-from semhash_llm.text.normalize import char_classes, normalize_batch
-from semhash_llm.text.tokenize import tokenize_batch
+from semhash_llm.config import NormalizeConfig
+from semhash_llm.text.lines import LineBatch, tokens_and_lines
+from semhash_llm.text.tokenize import TokenizedBatch
 
 __all__ = ["MGFNConfig", "MGFN", "PairBatch", "encode_texts", "document_traits", "NUM_TRAITS", "CATEGORIES"]
 
@@ -84,11 +83,11 @@ class PairBatch:
 def document_traits(texts: Sequence[str], normalize: NormalizeConfig | None = None) -> np.ndarray:
     """``(n, 3)`` float32: log length in characters / 10, share of characters in scripts written
     without spaces (CJK, Thai…), share of tokens on lines of fewer than 8 tokens (chrome-like)."""
-    cfg = normalize or NormalizeConfig()
-    classes = char_classes(cfg.strip_punctuation)
-    norm = normalize_batch(list(texts), cfg)
-    tb = tokenize_batch(norm, classes, ShingleConfig())
-    lines = token_lines(norm, classes, tb.tok_offsets)
+    return _traits(texts, *tokens_and_lines(texts, normalize))
+
+
+def _traits(texts: Sequence[str], tb: TokenizedBatch, lines: LineBatch) -> np.ndarray:
+    """:func:`document_traits` from the texts' tokens and lines."""
     counts = np.diff(tb.tok_offsets)
     doc = np.repeat(np.arange(len(texts)), counts)
     short = (lines.tokens[lines.tok_line] < 8).astype(np.float64)
@@ -111,8 +110,7 @@ def encode_texts(texts: Sequence[str], config: MGFNConfig, semantic: np.ndarray 
     for i, text in enumerate(texts):
         raw = np.frombuffer(text.encode("utf-8")[: config.max_chars], dtype=np.uint8)
         chars[i, : raw.size] = raw.astype(np.int64) + 1
-    cfg = normalize or NormalizeConfig()
-    tb = tokenize_batch(normalize_batch(list(texts), cfg), char_classes(cfg.strip_punctuation), ShingleConfig())
+    tb, lines = tokens_and_lines(texts, normalize)
     tokens = np.zeros((n, config.max_tokens), dtype=np.int64)
     buckets = (tb.tok_hashes % np.uint64(config.token_buckets)).astype(np.int64) + 1
     for i in range(n):
@@ -127,7 +125,7 @@ def encode_texts(texts: Sequence[str], config: MGFNConfig, semantic: np.ndarray 
             raise ValueError(f"encode_texts: semantic embeddings of shape ({n}, {config.semantic_dim}) expected; got "
                              f"{sem.shape}")
     return PairBatch(torch.from_numpy(chars), torch.from_numpy(tokens), torch.from_numpy(sem),
-                     torch.from_numpy(document_traits(texts, cfg)))
+                     torch.from_numpy(_traits(texts, tb, lines)))
 
 
 class MGFN(nn.Module):
