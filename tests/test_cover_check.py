@@ -70,3 +70,15 @@ def test_in_the_cascade_a_chain_of_edits_keeps_its_far_end() -> None:
     assert len(kept_covered) > 1  # its survivor does not cover the far end: it stays
     select_row = next(s for s in covered.report["funnel"] if s["stage"] == "select")
     assert select_row["details"]["cover_check_reclustered"] >= 1
+
+
+def test_an_exact_copy_of_a_covered_document_is_covered() -> None:
+    """x is linked to the survivor y by an accepted pair; x's exact copy leaves with it (before,
+    the copy stayed behind alone: covered by nothing but its twin, which had left)."""
+    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.stages.base import Edges
+
+    # Documents 0 (x), 1 (x's exact copy), 2 (y, the survivor), 3 (unrelated).
+    edges = Edges(np.array([1, 0]), np.array([0, 2]), np.array([1.0, 0.9], np.float32), np.array([0, 6], np.uint8))
+    covers = _cover_fn({}, edges, 4, PipelineConfig())
+    assert covers(np.array([0, 1, 3]), np.array([2, 2, 2])).tolist() == [True, True, False]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, make_pairs  # noqa: E402
+from semhash_llm.train.verifier import IMITATES  # noqa: E402
+from semhash_llm.verify.features import NUM_PAIR_FEATURES, pair_features  # noqa: E402
 from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, document_traits, encode_texts  # noqa: E402
 
 pytestmark = pytest.mark.ml
@@ -23,7 +26,8 @@ def test_shapes_and_gate_on_tiny_inputs() -> None:
     model = MGFN(TINY).eval()
     texts = ["a short text", "Home\nNews\nSport\na longer article line with many words in it.", "今天天气很好", ""]
     batch = encode_texts(texts, TINY, semantic=np.ones((4, 12), np.float32))
-    assert batch.chars.shape == (4, 256) and batch.tokens.shape == (4, 64) and batch.traits.shape == (4, 3)
+    longest = max(len(t.encode()) for t in texts)
+    assert batch.chars.shape == (4, longest) and batch.tokens.shape[1] <= 64 and batch.traits.shape == (4, 3)
     levels, gate = model.levels(batch)
     assert levels.shape == (4, 3, 32) and gate.shape == (4, 3)
     assert torch.allclose(gate.sum(1), torch.ones(4)) and (gate > 0).all()
@@ -65,37 +69,52 @@ def _docs(seed: int = 0) -> list[str]:
                      for _ in range(25)) for _ in range(16)]
 
 
+def test_padding_never_changes_a_document_vector() -> None:
+    """Byte max-pooling is masked and the BiLSTM reads packed sequences: a text encodes the same
+    alone and beside a much longer one (batches are as wide as their longest text)."""
+    torch.manual_seed(0)
+    model = MGFN(TINY).eval()
+    short, long = "a short text here", "a much longer text with many more words " * 6
+    sem = np.ones((1, 12), np.float32)
+    with torch.no_grad():
+        alone = model.fuse(encode_texts([short], TINY, semantic=sem))
+        beside = model.fuse(encode_texts([short, long], TINY, semantic=np.ones((2, 12), np.float32)))[:1]
+    assert torch.allclose(alone, beside, atol=1e-5)
+
+
 def test_a_few_training_steps_beat_chance_on_generated_pairs() -> None:
     torch.manual_seed(0)
     pairs = make_pairs(_docs(), per_kind=40, seed=0)
     train, test = pairs[:300], pairs[300:]
     cat = {k: i for i, k in enumerate(CATEGORIES)}
-    imitates = dict(zip(NEGATIVE_FAMILIES, ["B", "B", "C", "A", "D"]))
+    config = replace(TINY, pair_features=NUM_PAIR_FEATURES)
 
     def tensors(ps):
-        a = encode_texts([p.a for p in ps], TINY)
-        b = encode_texts([p.b for p in ps], TINY)
+        a = encode_texts([p.a for p in ps], config)
+        b = encode_texts([p.b for p in ps], config)
+        f = torch.from_numpy(pair_features([p.a for p in ps], [p.b for p in ps]))
         y = torch.tensor([float(p.label) for p in ps])
-        c = torch.tensor([cat.get(p.kind, cat.get(imitates.get(p.kind, "B"), 1)) for p in ps])
-        return a, b, y, c
+        c = torch.tensor([cat.get(p.kind, cat.get(IMITATES.get(p.kind, "B"), 1)) for p in ps])
+        return a, b, f, y, c
 
-    a, b, y, c = tensors(train)
-    ta, tb, ty, _ = tensors(test)
-    model = MGFN(TINY)
+    a, b, f, y, c = tensors(train)
+    ta, tb, tf, ty, _ = tensors(test)
+    model = MGFN(config)
     model.eval()
     with torch.no_grad():
-        untrained = ((model(ta, tb) > 0.5).float() == ty).float().mean().item()
+        untrained = ((model(ta, tb, tf) > 0.5).float() == ty).float().mean().item()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(150):
         model.train()
         u, v = model.encode(a), model.encode(b)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model.logits(u, v), y) + 0.5 * model.contrastive_loss(u, v, y, c)
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(model.logits(u, v, f), y)
+                + 0.5 * model.contrastive_loss(u, v, y, c))
         opt.zero_grad()
         loss.backward()
         opt.step()
     model.eval()
     with torch.no_grad():
-        acc = ((model(ta, tb) > 0.5).float() == ty).float().mean().item()
+        acc = ((model(ta, tb, tf) > 0.5).float() == ty).float().mean().item()
     # Chance is 0.5 (balanced positives and negatives; 100 test pairs: one standard error 0.05).
     assert acc >= 0.65 and acc > untrained + 0.1, (acc, untrained)
     assert (model.margins() > 0).all()

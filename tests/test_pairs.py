@@ -5,10 +5,11 @@ from __future__ import annotations
 import collections
 import random
 import re
+from collections.abc import Callable
 
 import pytest
 
-from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, PairGenerator, make_pairs
+from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, PairGenerator, TrainingPair, make_pairs
 
 NAMES = ["Paris", "Berlin", "Madrid", "Lisbon", "Vienna", "Prague", "Athens", "Dublin"]
 WORDS = ("the council approved new budget schools roads library mayor plan balances growth critics argued taxes "
@@ -57,13 +58,35 @@ def test_each_transformation() -> None:
     assert e.a in e.b
     c = gen.positive("C")  # noisy, close
     assert c.a != c.b and abs(len(c.a) - len(c.b)) < 0.2 * len(c.a)
-    swap = gen.negative("word_swap")
-    assert sorted(swap.a.split()) == sorted(swap.b.split()) and swap.a != swap.b
-    neg = gen.negative("negation")
-    assert re.sub(r" not\b", "", neg.a) == re.sub(r" not\b", "", neg.b) and neg.a != neg.b
-    ent = gen.negative("entity_swap")
-    diff = [(x, y) for x, y in zip(ent.a.split(), ent.b.split()) if x != y]
-    assert len(diff) == 1 and diff[0][1].strip(".,")[0].isupper()
+    # The four families of one short text changed: exactly the change half the time, the change
+    # plus light character noise the other half (checked on the noise-free ones).
+    def exact(family: str, check: Callable[[TrainingPair], bool]) -> None:
+        drawn = [p for p in (gen.negative(family) for _ in range(24)) if p.kind == family]
+        assert drawn and all(p.label == 0 and p.a != p.b for p in drawn)
+        clean = [p for p in drawn if check(p)]
+        assert 0 < len(clean) < len(drawn), family  # some exact, some with noise on top
+
+    exact("word_swap", lambda p: sorted(p.a.split()) == sorted(p.b.split()))
+    exact("negation", lambda p: re.sub(r" not\b", "", p.a) == re.sub(r" not\b", "", p.b))
+
+    def one_or_two_capitals(p: TrainingPair) -> bool:
+        diff = [(x, y) for x, y in zip(p.a.split(), p.b.split()) if x != y]
+        return len(p.a.split()) == len(p.b.split()) and 1 <= len(diff) <= 2 and all(
+            y.strip(".,")[0].isupper() for _, y in diff)
+
+    exact("entity_swap", one_or_two_capitals)
+
+    def short_lowercase_replaced(p: TrainingPair) -> bool:
+        changed = [(x, y) for x, y in zip(p.a.split(" "), p.b.split(" ")) if x != y]
+        return (len(p.a) <= 200 and len(p.a.split(" ")) == len(p.b.split(" ")) and 1 <= len(changed) <= 2
+                and all(x.isalpha() and x.islower() and len(x) >= 4 for x, _ in changed))
+
+    exact("word_replace", short_lowercase_replaced)
+    shared = gen.negative("shared_passage")  # one passage in two texts, neither inside the other
+    assert shared.a not in shared.b and shared.b not in shared.a
+    common = max((shared.a[i:j] for i in range(0, len(shared.a), 7) for j in range(i + 60, len(shared.a) + 1, 7)
+                  if shared.a[i:j] in shared.b), key=len, default="")
+    assert len(common) >= 40
     tpl = gen.negative("same_template")
     head_a, head_b = tpl.a.splitlines()[:3], tpl.b.splitlines()[:3]
     assert head_a == head_b and tpl.a != tpl.b

@@ -38,7 +38,8 @@ def test_without_sph_the_pair_stays() -> None:
     rows = _rows(PipelineConfig.from_dict({"sph": {"enabled": False}}))
     assert rows["b"]["action"] == "keep"
     # A stage that is off is not in the cascade at all: no funnel row.
-    assert [s["stage"] for s in rows["_report"]["funnel"]] == ["read", "bloom", "lsh", "aw", "passages", "select"]
+    assert [s["stage"] for s in rows["_report"]["funnel"]] == ["read", "bloom", "lsh", "aw", "mgfn", "passages",
+                                                                "select"]
 
 
 def test_lexical_floor_guards_sph_pairs() -> None:
@@ -53,7 +54,7 @@ def test_sph_needs_minhash() -> None:
     assert not cfg.minhash.enabled
 
 
-def test_radius_adapts_to_the_candidate_budget() -> None:
+def test_per_document_neighbour_budget_on_a_crowded_code_space() -> None:
     import numpy as np
 
     from semhash_llm.sph import SPHConfig
@@ -61,17 +62,23 @@ def test_radius_adapts_to_the_candidate_budget() -> None:
 
     rng = np.random.default_rng(0)
     base = rng.integers(0, 2**63, size=1, dtype=np.uint64)
-    # Codes that differ from one base code in a few random bits: dense, like a crowded topic.
+    # Codes that differ from one base code in a few random bits: dense, like a crowded topic,
+    # where one global radius would propose nearly all pairs. Each of the first 200 gets a copy
+    # one bit away.
     flips = rng.integers(0, 64, size=(4000, 3))
     codes = np.repeat(base, 4000)
     for j in range(3):
         codes ^= np.left_shift(np.uint64(1), flips[:, j].astype(np.uint64))
-    generous = SPHStage(SPHConfig(max_pairs_per_doc=1e9))
-    assert generous._radius(codes)[0] == 8
-    tight = SPHStage(SPHConfig(max_pairs_per_doc=1.0))
-    radius, expected = tight._radius(codes)
-    assert radius < 8 and expected <= 1.0 * codes.shape[0]
-    fixed = SPHStage(SPHConfig(max_pairs_per_doc=None))
-    assert fixed._radius(codes)[0] == 8
-    with pytest.raises(ValueError, match="max_pairs_per_doc"):
-        SPHConfig(max_pairs_per_doc=0)
+    copies = codes[:200] ^ np.left_shift(np.uint64(1), rng.integers(0, 64, 200).astype(np.uint64))
+    packed = np.concatenate([codes, copies])
+    n = packed.shape[0]
+    budget = SPHStage(SPHConfig(neighbors=4, radius=8))._candidates(packed)
+    assert len(budget) <= 4 * n
+    found = set(zip(budget.a.tolist(), budget.b.tolist()))
+    assert sum((i, 4000 + i) in found for i in range(200)) >= 190  # the nearest code is proposed
+    everything = SPHStage(SPHConfig(neighbors=None, radius=8))._candidates(packed)
+    assert len(everything) > 50 * len(budget)  # what one global radius of 8 would propose
+    with pytest.raises(ValueError, match="neighbors"):
+        SPHConfig(neighbors=0)
+    with pytest.raises(ValueError, match="num_chunks"):  # exact search needs enough chunks for its radius
+        SPHConfig(neighbors=None, radius=16)

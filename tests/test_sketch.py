@@ -6,6 +6,7 @@ import pytest
 from semhash_llm.sketch import BloomFilter, MinHash, ScalableBloomFilter, UnionFind, bloom_parameters
 from semhash_llm.sketch.lsh import (
     Confirmation,
+    Deferred,
     band_key_column,
     band_keys,
     link_band,
@@ -181,8 +182,9 @@ def _link_first_band(sigs: np.ndarray, max_bucket_size: int) -> tuple[np.ndarray
     es = np.empty(n, np.float32)
     counters = np.zeros(4, np.int64)
     c = Confirmation.plain(sigs, 26)
-    link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, np.arange(n, dtype=np.int64),
-              parent, max_bucket_size, ea, eb, es, counters)
+    d = c.buffer
+    link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer, c.defer_share,
+              np.arange(n, dtype=np.int64), parent, max_bucket_size, ea, eb, es, counters, d.a, d.b, d.score, d.counters)
     return cluster_roots(parent, np.arange(n, dtype=np.int64)), eb, counters
 
 
@@ -240,9 +242,30 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
         parent = np.arange(3, dtype=np.int64)
         ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
         counters = np.zeros(4, np.int64)
+        d = c.buffer
         link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
-                   np.arange(3, dtype=np.int64), parent, ea, eb, es, counters)
+                   c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb, es, counters,
+                   d.a, d.b, d.score, d.counters)
         assert counters[2] == linked, alt_row
+    # Deferral: pairs with a marked row go to the buffer instead (when their estimate reaches the
+    # share), however their slots agree; a full buffer decides them as usual.
+    for defer_row, share, capacity, linked, deferred, overflow in (
+            ([False, False, False], 0.0, 4, 2, 0, 0), ([False, True, False], 0.0, 4, 1, 1, 0),
+            ([True, False, False], 0.0, 4, 0, 2, 0), ([True, False, False], 0.0, 1, 1, 1, 1),
+            ([True, False, False], 1.1, 4, 0, 0, 0)):
+        c = Confirmation(plain, 8, plain, 8, np.full(3, -1, dtype=np.int64), np.array(defer_row), share,
+                         Deferred.buffer(capacity))
+        parent = np.arange(3, dtype=np.int64)
+        ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
+        counters = np.zeros(4, np.int64)
+        d = c.buffer
+        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
+                   c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb, es, counters,
+                   d.a, d.b, d.score, d.counters)
+        assert (counters[2], d.count, d.overflow) == (linked, deferred, overflow), (defer_row, share, capacity)
+        assert d.pairs()[0].tolist() == [0] * deferred
+    with pytest.raises(ValueError, match="defer_row"):
+        Confirmation(plain, 8, plain, 8, np.full(3, -1, dtype=np.int64), np.zeros(2, dtype=np.bool_))
     with pytest.raises(ValueError, match="alt_row"):
         Confirmation(plain, 8, alt, 8, np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="alt_row"):

@@ -21,7 +21,7 @@ from semhash_llm.text.spans import remove_spans
 
 def test_every_configured_stage_follows_the_protocol() -> None:
     stages = configured_stages(PipelineConfig())
-    assert [s.name for s in stages] == [info.name for info in STAGES] == ["bloom", "lsh", "aw", "sph", "passages"]
+    assert [s.name for s in stages] == [info.name for info in STAGES] == ["bloom", "lsh", "aw", "sph", "mgfn", "passages"]
     assert all(isinstance(s, Stage) for s in stages)
 
 
@@ -34,11 +34,12 @@ def _funnel(tmp_path: Path, *flags: str) -> list[str]:
 
 
 def test_only_and_no_stage_flags_shape_the_cascade(tmp_path: Path) -> None:
-    assert _funnel(tmp_path) == ["read", "bloom", "lsh", "aw", "sph", "passages", "select", "write"]
+    assert _funnel(tmp_path) == ["read", "bloom", "lsh", "aw", "sph", "mgfn", "passages", "select", "write"]
     assert _funnel(tmp_path, "--only", "bloom,lsh") == ["read", "bloom", "lsh", "select", "write"]
-    assert _funnel(tmp_path, "--no-sph") == ["read", "bloom", "lsh", "aw", "passages", "select", "write"]
-    assert _funnel(tmp_path, "--no-aw") == ["read", "bloom", "lsh", "sph", "passages", "select", "write"]
-    assert _funnel(tmp_path, "--no-lsh", "--no-sph", "--no-aw") == ["read", "bloom", "passages", "select", "write"]
+    assert _funnel(tmp_path, "--no-sph") == ["read", "bloom", "lsh", "aw", "mgfn", "passages", "select", "write"]
+    assert _funnel(tmp_path, "--no-aw") == ["read", "bloom", "lsh", "sph", "mgfn", "passages", "select", "write"]
+    assert _funnel(tmp_path, "--no-lsh", "--no-sph", "--no-aw", "--no-mgfn") == ["read", "bloom", "passages", "select",
+                                                                                "write"]
     assert _funnel(tmp_path, "--only", "bloom") == ["read", "bloom", "select", "write"]
 
 
@@ -46,13 +47,13 @@ def test_only_names_unknown_stages(tmp_path: Path, capsys: pytest.CaptureFixture
     path = write_jsonl(tmp_path / "c.jsonl", make_corpus()[0])
     assert main(["dedup", str(path), "-o", str(tmp_path / "o"), "--only", "bloom,verifier"]) == 2
     err = capsys.readouterr().err
-    assert "'only' parameter" in err and "bloom, lsh, aw, sph, passages" in err and "'bloom,verifier'" in err
+    assert "'only' parameter" in err and "bloom, lsh, aw, sph, mgfn, passages" in err and "'bloom,verifier'" in err
 
 
 def test_stages_command_lists_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stages"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [ln.split()[0] for ln in lines] == ["bloom", "lsh", "aw", "sph", "passages"]
+    assert [ln.split()[0] for ln in lines] == ["bloom", "lsh", "aw", "sph", "mgfn", "passages"]
     assert all(" on " in ln for ln in lines)
 
 
@@ -102,7 +103,8 @@ def test_only_is_validated_before_anything_runs() -> None:
 
     with pytest.raises(ConfigError):
         _only_sections(",")
-    assert _only_sections("bloom,lsh") == {"bloom": True, "minhash": True, "aw": False, "sph": False, "passages": False}
+    assert _only_sections("bloom,lsh") == {"bloom": True, "minhash": True, "aw": False, "sph": False, "verifier": False,
+                                           "passages": False}
 
 
 class _Directed:

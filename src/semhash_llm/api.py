@@ -239,5 +239,5 @@ def deduplicate(
     config: PipelineConfig | None = None,
     progress: ProgressCallback | None = None,
 ) -> DedupResult:
-    """Deduplicate records in memory with ``config`` (defaults: Bloom exact + MinHash LSH at 0.8)."""
+    """Deduplicate records in memory with ``config`` (default: the full cascade, ``semhash-llm stages``)."""
     return Deduplicator(config, progress).deduplicate(records)

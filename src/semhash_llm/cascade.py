@@ -32,6 +32,7 @@ from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
 from semhash_llm.stages.semantic import SPHStage
+from semhash_llm.stages.verify import VerifierStage
 from semhash_llm.stages.weighted import AWMinHashStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
@@ -206,6 +207,9 @@ STAGES: tuple[StageInfo, ...] = (
               lambda cfg: AWMinHashStage(cfg.aw, cfg.normalize)),
     StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
               "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
+    StageInfo("mgfn", "verifier", "the neural verifier: pairs with a short document, deferred by the linking "
+              "stages, re-read and decided by MGFN (character, token and semantic levels, alignment features, Monte "
+              "Carlo dropout) after a character-trigram screen", lambda cfg: VerifierStage(cfg.verifier, cfg.normalize)),
     StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
               "(a passage in many documents is cut from all but one)",
               lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
@@ -399,7 +403,7 @@ class Cascade:
 
 def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig) -> CoverFn:
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
-    when a stage accepted the pair itself, when they are exact copies, when their MinHash (or,
+    when a stage accepted the pair itself (or a pair of their exact copies), when they are exact copies, when their MinHash (or,
     both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
     stages, or when a chain of containment edges leads from the document to the keeper. Exact
     copies that Bloom claimed (no signatures of their own) stand for the copy they equal."""
@@ -445,11 +449,13 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
             frontier = nxt
         return False
 
-    linked = np.unique(np.concatenate([edges.a * n + edges.b, edges.b * n + edges.a]).astype(np.int64))
+    # Accepted pairs between exact classes: a copy of a document the keeper covers is covered too.
+    ra, rb = reps[edges.a].astype(np.int64), reps[edges.b].astype(np.int64)
+    linked = np.unique(np.concatenate([ra * n + rb, rb * n + ra]))
 
     def covers(docs: np.ndarray, keepers: np.ndarray) -> np.ndarray:
         rd, rk = reps[docs], reps[keepers]
-        ok = (rd == rk) | np.isin(docs.astype(np.int64) * n + keepers, linked)
+        ok = (rd == rk) | np.isin(rd.astype(np.int64) * n + rk, linked)
         for sigs, where in sig_rows:
             wd, wk = where[rd], where[rk]
             both = (wd >= 0) & (wk >= 0) & ~ok

@@ -82,8 +82,10 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("stage 2: SPH (semantic projection hashing)")
     g.add_argument("--no-sph", dest="sph.enabled", action="store_const", const=False, help="turn SPH blocking off")
     g.add_argument("--sph-bits", dest="sph.bits", type=int, choices=[32, 64, 128])
-    g.add_argument("--sph-radius", dest="sph.radius", type=int,
-                   help="largest Hamming radius of the blocking (the radius adapts below it to the candidate budget)")
+    g.add_argument("--sph-radius", dest="sph.radius", type=int, help="Hamming radius of the blocking")
+    g.add_argument("--sph-neighbors", dest="sph.neighbors", type=int,
+                   help="per-document neighbour budget: each code proposes its nearest codes within the radius, this "
+                   "many at most")
     g.add_argument("--sph-min-jaccard", dest="sph.min_jaccard", type=float,
                    help="Jaccard floor that confirms an SPH candidate")
     g.add_argument("--sph-model", dest="sph.student_path",
@@ -105,6 +107,16 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
                    help="let lsh and sph confirm their pairs on plain MinHash while AW-MinHash runs")
     g.add_argument("--aw-idf-sample", dest="aw.idf_sample", type=int,
                    help="documents whose token frequencies make the IDF (the first ones of the input)")
+    g = p.add_argument_group("the neural verifier (MGFN): pairs with a short document")
+    g.add_argument("--no-mgfn", "--no-verifier", dest="verifier.enabled", action="store_const", const=False,
+                   help="turn the verifier off (every pair is settled on its hash score)")
+    g.add_argument("--verifier-model", dest="verifier.model_path",
+                   help="verifier.pt written by `semhash-llm train verifier` (default: the shipped one)")
+    g.add_argument("--verifier-threshold", dest="verifier.threshold", type=float,
+                   help="mean duplicate probability (over the Monte Carlo dropout passes) that accepts a pair")
+    g.add_argument("--short-tokens", dest="verifier.short_tokens", type=int,
+                   help="pairs with a document of fewer tokens go to the verifier")
+    g.add_argument("--mc-passes", dest="verifier.mc_passes", type=int, help="Monte Carlo dropout passes per pair")
     g = p.add_argument_group("passages: containment (type D) and viral fragments (type E)")
     g.add_argument("--no-passages", dest="passages.enabled", action="store_const", const=False,
                    help="turn the passage stage off")
@@ -332,7 +344,7 @@ def _add_train_parser(sub: Any) -> None:
     tp.set_defaults(func=lambda a: run_train_importance_command(a))
     from semhash_llm.train.verifier import add_train_verifier_arguments, run_train_verifier_command
 
-    tp = tsub.add_parser("verifier", help="train the MGFN verifier on self-supervised pairs (not a cascade stage yet)")
+    tp = tsub.add_parser("verifier", help="train the MGFN verifier (the mgfn stage) on self-supervised pairs")
     add_train_verifier_arguments(tp)
     tp.set_defaults(func=lambda a: run_train_verifier_command(a))
 

@@ -29,6 +29,7 @@ __all__ = [
     "ShingleConfig",
     "BloomConfig",
     "AWConfig",
+    "VerifierConfig",
     "MinHashConfig",
     "PassageConfig",
     "SelectConfig",
@@ -177,6 +178,14 @@ class MinHashConfig:
     S-curve, with ``b * r <= num_perm``. Candidates are confirmed when their estimated
     Jaccard similarity (the share of equal signature slots) is at least ``threshold``.
 
+    The default, 0.6, is lower than the usual 0.8 because the neural verifier stands behind it:
+    a pair with a short document (``[verifier] short_tokens``) is handed to the verifier rather
+    than accepted on its estimate, and between two longer documents an estimate of 0.6 over
+    their hundreds of shingles is a near copy (of the ~2 KB copies of ``bench speed
+    --replace-rate 0.03``, 3% of their words replaced, 91% reach 0.6 and 64% reach 0.7 with word
+    5-grams; 0.8 misses them). With ``--no-mgfn``, pass ``--threshold 0.8`` to keep
+    short texts that differ in a word apart.
+
     Buckets with more than ``max_bucket_size`` members are never expanded into all pairs:
     each member is linked to one representative and verified against it, so a page copied a
     million times costs a million comparisons.
@@ -184,7 +193,7 @@ class MinHashConfig:
 
     enabled: bool = True
     num_perm: int = 128
-    threshold: float = 0.8
+    threshold: float = 0.6
     num_bands: int | None = None
     rows_per_band: int | None = None
     fp_weight: float = 0.5
@@ -400,6 +409,58 @@ class PassageConfig:
 
 
 @dataclass(frozen=True)
+class VerifierConfig:
+    """The neural verifier (MGFN): it decides the candidate pairs that hashing cannot settle.
+
+    A pair is *deferred* to the verifier, instead of being accepted or rejected on its hash
+    score, when one of its documents has fewer than ``short_tokens`` tokens and its estimate
+    (MinHash or AW-MinHash; SPH candidates are compared the same way) reaches
+    ``min_hash_score``: on a short text one changed word is a different document ("… in Delhi?"
+    / "… in Mumbai?") while a few typos are not, and a Jaccard estimate over a handful of
+    shingles cannot tell which. Pairs of longer documents are still settled by their hash
+    score alone (hundreds of shingles decide them).
+
+    The verifier re-reads the deferred pairs' texts, settles those whose character-trigram
+    Jaccard is below ``screen`` as different without the network, and runs MGFN with
+    ``mc_passes`` Monte Carlo dropout passes on the rest: a pair is accepted when the mean
+    duplicate probability reaches ``threshold`` (``None``: the threshold stored with the weights,
+    which ``semhash-llm train verifier`` chose on its held-apart pairs for a target precision); pairs whose variance reaches
+    ``uncertain_variance`` (or whose mean lies within ``uncertain_margin`` of the threshold)
+    are counted as uncertain (the LLM judge's input). ``model_path``: a ``verifier.pt`` written
+    by ``semhash-llm train verifier``; ``None`` uses the weights shipped in the package.
+    ``max_deferred_per_doc`` bounds the deferral buffers (pairs beyond it are settled by their
+    hash score, as without a verifier, and counted).
+    """
+
+    enabled: bool = True
+    model_path: str | None = None
+    short_tokens: int = 64
+    min_hash_score: float = 0.0
+    screen: float = 0.3
+    threshold: float | None = None
+    mc_passes: int = 8
+    uncertain_variance: float = 0.01
+    uncertain_margin: float = 0.1
+    batch_size: int = 256
+    max_deferred_per_doc: float = 8.0
+
+    def __post_init__(self) -> None:
+        owner = "VerifierConfig"
+        _check_bool(owner, "enabled", self.enabled)
+        _check_str(owner, "model_path", self.model_path, allow_none=True)
+        _check_int(owner, "short_tokens", self.short_tokens, 0, 1_000_000)
+        _check_float(owner, "min_hash_score", self.min_hash_score, 0.0, 1.0)
+        _check_float(owner, "screen", self.screen, 0.0, 1.0)
+        if self.threshold is not None:
+            _check_float(owner, "threshold", self.threshold, 0.0, 1.0)
+        _check_int(owner, "mc_passes", self.mc_passes, 1, 1000)
+        _check_float(owner, "uncertain_variance", self.uncertain_variance, 0.0, 1.0)
+        _check_float(owner, "uncertain_margin", self.uncertain_margin, 0.0, 1.0)
+        _check_int(owner, "batch_size", self.batch_size, 1, 1_000_000)
+        _check_float(owner, "max_deferred_per_doc", self.max_deferred_per_doc, 0.0, 10_000.0)
+
+
+@dataclass(frozen=True)
 class SelectConfig:
     """Which document of a duplicate cluster survives.
 
@@ -463,6 +524,7 @@ _SECTIONS: dict[str, type] = {
     "sph": SPHConfig,
     "aw": AWConfig,
     "passages": PassageConfig,
+    "verifier": VerifierConfig,
     "select": SelectConfig,
     "output": OutputConfig,
 }
@@ -484,6 +546,7 @@ class PipelineConfig:
     sph: SPHConfig = field(default_factory=SPHConfig)
     aw: AWConfig = field(default_factory=AWConfig)
     passages: PassageConfig = field(default_factory=PassageConfig)
+    verifier: VerifierConfig = field(default_factory=VerifierConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

@@ -28,6 +28,7 @@ EDGE_KINDS: dict[int, tuple[str, str]] = {
     3: ("contained_in", "passages"),
     4: ("near_duplicate", "passages"),
     5: ("near_duplicate", "aw"),
+    6: ("near_duplicate", "verifier"),
 }
 
 

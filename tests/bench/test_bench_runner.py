@@ -83,7 +83,8 @@ def test_ablation_rows_never_pose_as_results() -> None:
     assert main_row.name == "semhash-llm −SPH"
     assert main_row.run is not None and "SPH off" in main_row.notes
     built = [s for s in specs[6:] if s.run is not None]
-    assert [s.name for s in built] == ["semhash-llm −SPH −passages", "semhash-llm −SPH −AW-MinHash"]  # the others
+    assert [s.name for s in built] == ["semhash-llm −SPH −passages", "semhash-llm −SPH −AW-MinHash",
+                                       "semhash-llm −SPH −MGFN"]  # the others
     for s in specs[6:]:
         assert s.run is not None or "not built yet" in s.notes
     assert len(specs) == 6 + len(ABLATIONS) - 1  # the row turned off by --no-sph is not repeated
@@ -91,7 +92,7 @@ def test_ablation_rows_never_pose_as_results() -> None:
     full = build_registry({}, ablations=True)
     assert full[5].name == "semhash-llm" and full[5].run is not None
     assert [s.name for s in full[6:] if s.run is not None] == ["semhash-llm −SPH", "semhash-llm −passages",
-                                                               "semhash-llm −AW-MinHash"]
+                                                               "semhash-llm −AW-MinHash", "semhash-llm −MGFN"]
 
 
 @pytest.mark.slow

@@ -55,7 +55,7 @@ def _one_by_one(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _in_sevens(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    sph = SPH(SPHConfig(bits=bits, batch_size=7))
+    sph = SPH(SPHConfig(bits=bits, batch_size=7, hashing="learned"))  # the reference's hyperplanes
     emb = sph.embed(TEXTS)  # the student's own batching, 7 at a time
     margins = np.concatenate([sph.hasher.project(emb[i : i + 7]) for i in range(0, len(TEXTS), 7)])
     codes = np.concatenate([sph.codes(TEXTS[i : i + 7]) for i in range(0, len(TEXTS), 7)])

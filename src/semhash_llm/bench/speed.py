@@ -8,7 +8,8 @@ then deduplicates the same texts in memory, in the same process, one after the o
 * ``semhash-llm`` — :func:`semhash_llm.deduplicate`, the same job as the peers
   (``--only bloom,lsh``): Bloom exact and MinHash LSH (128 permutations, word 5-grams,
   threshold 0.8, verified pairs);
-* ``semhash-llm+sph`` — the full default cascade (the same plus AW-MinHash, SPH and the passage stage);
+* ``semhash-llm+sph`` — the full default cascade (MinHash LSH at 0.6, AW-MinHash, SPH, the
+  verifier and the passage stage);
 * ``datasketch`` — ``MinHash(num_perm=128).update_batch`` over word 5-grams and
   ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
   returns a candidate);
@@ -51,8 +52,13 @@ class SpeedCorpus:
 
 
 def make_speed_corpus(num_docs: int = 100_000, doc_chars: int = 2000, near_fraction: float = 0.1,
-                      hot_copies: int = 10_000, seed: int = 0) -> SpeedCorpus:
-    """Build the synthetic corpus (deterministic by seed); originals come before their copies."""
+                      hot_copies: int = 10_000, seed: int = 0, replace_rate: float | None = None) -> SpeedCorpus:
+    """Build the synthetic corpus (deterministic by seed); originals come before their copies.
+
+    ``replace_rate``: near copies get exactly this share of their words replaced by other words
+    (instead of 0.5-2% of words replaced, deleted or inserted)."""
+    if replace_rate is not None and not 0.0 < replace_rate < 1.0:
+        raise ValueError(f"replace_rate must be in (0, 1); got {replace_rate}")
     if hot_copies + int(near_fraction * num_docs) >= num_docs:
         raise ValueError("near duplicates and hot-spot copies must leave room for unique documents; "
                          f"got num_docs={num_docs}, near_fraction={near_fraction}, hot_copies={hot_copies}")
@@ -79,10 +85,10 @@ def make_speed_corpus(num_docs: int = 100_000, doc_chars: int = 2000, near_fract
     extra: list[tuple[float, str, int]] = []
     for src in near_src:
         words = list(vocab_arr[all_words[offsets[src]:offsets[src + 1]]])
-        rate = rng.uniform(0.005, 0.02)
-        n_edit = max(1, int(rate * len(words)))
+        rate = rng.uniform(0.005, 0.02) if replace_rate is None else replace_rate
+        n_edit = max(1, int(round(rate * len(words))))
         for pos in sorted(rng.choice(len(words), size=n_edit, replace=False), reverse=True):
-            op = rng.integers(3)
+            op = rng.integers(3) if replace_rate is None else 0
             if op == 0:
                 words[pos] = vocab[int(rng.integers(len(vocab)))]
             elif op == 1:
@@ -167,15 +173,24 @@ def _run_semhash(texts: list[str]) -> np.ndarray:
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
     sections: dict[str, dict[str, object]] = {info.section: {"enabled": info.name in ("bloom", "lsh")}
                                               for info in STAGES}
+    sections["minhash"]["threshold"] = 0.8  # the peers' threshold (the cascade's default, 0.6, has a verifier behind it)
     res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, **sections}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"
 
 
-def _run_semhash_full(texts: list[str]) -> np.ndarray:
+def _run_semhash_full(texts: list[str]) -> tuple[np.ndarray, str]:
     from semhash_llm import PipelineConfig, deduplicate
 
     res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}}))
-    return np.asarray(res.documents.column("action").to_pylist()) == "remove"
+    total = sum(row["seconds"] for row in res.report["funnel"])
+    parts = [f"{row['stage']} {row['seconds']:.1f}s" for row in res.report["funnel"] if row["seconds"] >= 0.05]
+    ver = next((row for row in res.report["funnel"] if row["stage"] == "mgfn"), None)
+    note = "stages: " + ", ".join(parts) + f" of {total:.1f}s"
+    if ver is not None:
+        d = ver.get("details", {})
+        note += (f"; verifier {100 * ver['seconds'] / max(total, 1e-9):.1f}% of the time, "
+                 f"{d.get('pairs_verified', 0):,} pairs verified of {d.get('candidate_pairs', 0):,} candidates")
+    return np.asarray(res.documents.column("action").to_pylist()) == "remove", note
 
 
 def _run_datasketch(texts: list[str]) -> np.ndarray:
@@ -201,7 +216,7 @@ def _run_rensa(texts: list[str]) -> np.ndarray:
     return ~np.asarray(keep, dtype=bool)
 
 
-SYSTEMS: dict[str, Callable[[list[str]], np.ndarray]] = {
+SYSTEMS: dict[str, Callable[[list[str]], np.ndarray | tuple[np.ndarray, str]]] = {
     "semhash-llm": _run_semhash,
     "semhash-llm+sph": _run_semhash_full,
     "rensa": _run_rensa,
@@ -219,8 +234,9 @@ def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
         gc.collect()
         with _PeakRSS() as mem:
             t0 = time.perf_counter()
-            removed = fn(corpus.texts)
+            out = fn(corpus.texts)
             secs = time.perf_counter() - t0
+        removed, note = out if isinstance(out, tuple) else (out, "")
         near = corpus.kind == 1
         hot = corpus.kind == 2
         planted = corpus.kind > 0
@@ -229,7 +245,7 @@ def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
             recall_near=float(removed[near].mean()) if near.any() else float("nan"),
             recall_hot=float(removed[hot].mean()) if hot.any() else float("nan"),
             recall_all=float(removed[planted].mean()) if planted.any() else float("nan"),
-            false_removals=int(removed[corpus.kind == 0].sum()),
+            false_removals=int(removed[corpus.kind == 0].sum()), note=note,
         ))
         del removed
         gc.collect()
@@ -248,7 +264,8 @@ def format_table(rows: list[SpeedRow], num_docs: int) -> str:
         rel = f"{r.docs_per_s / base:.1f}x" if base else "-"
         lines.append(f"| {r.system} | {r.docs_per_s:,.0f} | {rel} | {r.seconds:.1f} | {r.peak_mib:,.0f} | "
                      f"{r.recall_near:.4f} | {r.recall_hot:.4f} | {r.recall_all:.4f} | {r.false_removals} |")
-    return "\n".join(lines)
+    notes = [f"- {r.system}: {r.note}" for r in rows if r.note]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def add_speed_arguments(p: argparse.ArgumentParser) -> None:
@@ -258,6 +275,8 @@ def add_speed_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--doc-chars", type=int, default=2000)
     g.add_argument("--hot-copies", type=int, default=10_000)
     g.add_argument("--near-fraction", type=float, default=0.1)
+    g.add_argument("--replace-rate", type=float,
+                   help="near copies with exactly this share of words replaced (e.g. 0.03) instead of 0.5-2%% edits")
     g.add_argument("--speed-systems", default="semhash-llm,semhash-llm+sph,rensa,datasketch",
                    help="comma list of: " + ", ".join(SYSTEMS))
     g.add_argument("--speed-seed", type=int, default=0)
@@ -271,7 +290,8 @@ def run_speed_command(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown system(s) {', '.join(unknown)}; expected any of {', '.join(SYSTEMS)}")
     t0 = time.perf_counter()
-    corpus = make_speed_corpus(args.docs, args.doc_chars, args.near_fraction, args.hot_copies, args.speed_seed)
+    corpus = make_speed_corpus(args.docs, args.doc_chars, args.near_fraction, args.hot_copies, args.speed_seed,
+                               args.replace_rate)
     mean_chars = sum(len(t) for t in corpus.texts) / len(corpus.texts)
     print(f"corpus: {len(corpus.texts):,} documents, mean {mean_chars:,.0f} chars, "
           f"{int((corpus.kind == 1).sum()):,} near duplicates, {int((corpus.kind == 2).sum()):,} hot-spot copies "

@@ -26,7 +26,7 @@ from semhash_llm.sketch.minhash import equal_slots
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 
 __all__ = ["lsh_probability", "optimal_lsh_params", "band_keys", "band_key_column", "link_band", "link_pairs",
-           "Confirmation", "min_equal_slots"]
+           "Confirmation", "Deferred", "min_equal_slots"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -99,6 +99,8 @@ def _try_pair(
     alt_sigs: np.ndarray,
     alt_min_equal: int,
     alt_row: np.ndarray,
+    defer_row: np.ndarray,
+    defer_share: float,
     rows: np.ndarray,
     parent: np.ndarray,
     x: int,
@@ -107,12 +109,18 @@ def _try_pair(
     edges_b: np.ndarray,
     edges_s: np.ndarray,
     counters: np.ndarray,
+    def_a: np.ndarray,
+    def_b: np.ndarray,
+    def_s: np.ndarray,
+    def_counters: np.ndarray,
 ) -> int:
-    """0: already linked; 1: compared and linked; 2: compared and rejected.
+    """0: already linked; 1: compared and linked; 2: compared and rejected; 3: deferred.
 
     The pair is compared on rows ``alt_row[x], alt_row[y]`` of ``alt_sigs`` (at least
     ``alt_min_equal`` equal slots) when both have one (``>= 0``), else on ``sigs`` (at least
-    ``min_equal``)."""
+    ``min_equal``). When ``defer_row`` marks either row and the estimate reaches ``defer_share``,
+    the pair is appended to the deferred buffers instead (for the verifier), unless they are
+    full (``def_counters``: deferred, overflowed — an overflowed pair is decided as usual)."""
     gx = rows[x]
     gy = rows[y]
     if uf_find(parent, gx) == uf_find(parent, gy):
@@ -126,6 +134,17 @@ def _try_pair(
         same = equal_slots(sigs, x, y)
         need = min_equal
         width = sigs.shape[1]
+    if defer_row[x] or defer_row[y]:
+        if same < defer_share * width - 1e-9:
+            return 2
+        k = def_counters[0]
+        if k < def_a.shape[0]:
+            def_a[k] = gx
+            def_b[k] = gy
+            def_s[k] = same / width
+            def_counters[0] += 1
+            return 3
+        def_counters[1] += 1
     if same < need:
         return 2
     uf_union(parent, gx, gy)
@@ -135,6 +154,36 @@ def _try_pair(
     edges_s[e] = same / width
     counters[2] += 1
     return 1
+
+
+@dataclass
+class Deferred:
+    """Pairs a linking kernel handed to the verifier instead of deciding them: global document
+    indices and hash estimate, up to ``capacity``; ``counters``: deferred, overflowed."""
+
+    a: np.ndarray
+    b: np.ndarray
+    score: np.ndarray
+    counters: np.ndarray
+
+    @classmethod
+    def buffer(cls, capacity: int) -> Deferred:
+        size = max(int(capacity), 0)
+        return cls(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float32),
+                   np.zeros(2, np.int64))
+
+    @property
+    def count(self) -> int:
+        return int(self.counters[0])
+
+    @property
+    def overflow(self) -> int:
+        return int(self.counters[1])
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The deferred pairs so far: (a, b, estimate), copies."""
+        k = self.count
+        return self.a[:k].copy(), self.b[:k].copy(), self.score[:k].copy()
 
 
 def min_equal_slots(threshold: float, num_perm: int) -> int:
@@ -154,6 +203,12 @@ class Confirmation:
     alt_sigs: np.ndarray
     alt_min_equal: int
     alt_row: np.ndarray
+    defer_row: np.ndarray | None = None
+    """Rows whose pairs go to the verifier (``None``: none)."""
+    defer_share: float = 0.0
+    """The least estimate of a pair that is deferred rather than rejected."""
+    deferred: Deferred | None = None
+    """Where deferred pairs go (``None``: an empty buffer, nothing is deferred)."""
 
     @classmethod
     def plain(cls, sigs: np.ndarray, min_equal: int) -> Confirmation:
@@ -165,6 +220,22 @@ class Confirmation:
         if self.alt_row.shape != (n,) or (n and int(self.alt_row.max()) >= self.alt_sigs.shape[0]):
             raise ValueError(f"Confirmation: {n} signature rows need {n} alt_row entries below the "
                              f"{self.alt_sigs.shape[0]} alternative rows; got shape {self.alt_row.shape}")
+        if self.deferred is None:
+            object.__setattr__(self, "deferred", Deferred.buffer(0))
+        if self.defer_row is None:
+            object.__setattr__(self, "defer_row", np.zeros(n, dtype=np.bool_))
+        elif self.defer_row.shape != (n,):
+            raise ValueError(f"Confirmation: {n} signature rows need {n} defer_row entries; got {self.defer_row.shape}")
+
+    @property
+    def rows_to_defer(self) -> np.ndarray:
+        """``defer_row`` (set in ``__post_init__``)."""
+        return self.defer_row if self.defer_row is not None else np.zeros(self.sigs.shape[0], dtype=np.bool_)
+
+    @property
+    def buffer(self) -> Deferred:
+        """``deferred`` (set in ``__post_init__``)."""
+        return self.deferred if self.deferred is not None else Deferred.buffer(0)
 
 
 def link_band(
@@ -175,6 +246,8 @@ def link_band(
     alt_sigs: np.ndarray,
     alt_min_equal: int,
     alt_row: np.ndarray,
+    defer_row: np.ndarray,
+    defer_share: float,
     rows: np.ndarray,
     parent: np.ndarray,
     max_bucket_size: int,
@@ -182,6 +255,10 @@ def link_band(
     edges_b: np.ndarray,
     edges_s: np.ndarray,
     counters: np.ndarray,
+    def_a: np.ndarray,
+    def_b: np.ndarray,
+    def_s: np.ndarray,
+    def_counters: np.ndarray,
 ) -> None:
     """Link the documents of one band's buckets.
 
@@ -205,8 +282,9 @@ def link_band(
                 counters[0] += size * (size - 1) // 2
                 for i in range(start, end):
                     for j in range(i + 1, end):
-                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent, order[i],
-                                  order[j], edges_a, edges_b, edges_s, counters)
+                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows,
+                                  parent, order[i], order[j], edges_a, edges_b, edges_s, counters, def_a, def_b,
+                                  def_s, def_counters)
             else:
                 if pending.shape[0] < size:
                     pending = np.empty(size, dtype=np.int64)
@@ -220,8 +298,9 @@ def link_band(
                     counters[3] += 1
                     kept = 0
                     for i in range(m):
-                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent,
-                                     pending[i], rep, edges_a, edges_b, edges_s, counters) == 2:
+                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows,
+                                     parent, pending[i], rep, edges_a, edges_b, edges_s, counters, def_a, def_b,
+                                     def_s, def_counters) == 2:
                             pending[kept] = pending[i]
                             kept += 1
                     if kept == 0:
@@ -243,12 +322,18 @@ def link_pairs(
     alt_sigs: np.ndarray,
     alt_min_equal: int,
     alt_row: np.ndarray,
+    defer_row: np.ndarray,
+    defer_share: float,
     rows: np.ndarray,
     parent: np.ndarray,
     edges_a: np.ndarray,
     edges_b: np.ndarray,
     edges_s: np.ndarray,
     counters: np.ndarray,
+    def_a: np.ndarray,
+    def_b: np.ndarray,
+    def_s: np.ndarray,
+    def_counters: np.ndarray,
 ) -> None:
     """Confirm externally proposed pairs of signature rows (e.g. by SPH blocking) and union them.
 
@@ -257,5 +342,5 @@ def link_pairs(
     """
     for i in range(pairs_a.shape[0]):
         counters[0] += 1
-        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, rows, parent, pairs_a[i], pairs_b[i],
-                  edges_a, edges_b, edges_s, counters)
+        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows, parent,
+                  pairs_a[i], pairs_b[i], edges_a, edges_b, edges_s, counters, def_a, def_b, def_s, def_counters)

@@ -66,7 +66,7 @@ def load_hasher(path: str | Path | None = None, bits: int = 64) -> SPHHasher:
 
 
 class SPH:
-    """The SPH stage: student embeddings -> learned K-bit codes -> Hamming-radius candidates.
+    """The SPH stage: student embeddings -> K-bit codes (random or learned hyperplanes) -> Hamming candidates.
 
     ``config.student_path`` may name a training output folder (with ``student/`` and
     ``hyperplanes_k*.npz``) or a student folder; ``None`` uses the shipped weights.
@@ -81,8 +81,10 @@ class SPH:
         self.config = config or SPHConfig()
         self.student = student or load_student(self.config.student_path)
         if hasher is None:
-            source = self.config.hyperplanes_path or self.config.student_path
-            hasher = load_hasher(source, self.config.bits)
+            if self.config.hyperplanes_path is None and self.config.hashing == "simhash":
+                hasher = SPHHasher.simhash(self.student.dim, self.config.bits, seed=self.config.simhash_seed)
+            else:
+                hasher = load_hasher(self.config.hyperplanes_path or self.config.student_path, self.config.bits)
         if hasher.dim != self.student.dim:
             raise ValueError(
                 f"The SPH hyperplanes expect {hasher.dim}-d embeddings but the student gives {self.student.dim}-d; "

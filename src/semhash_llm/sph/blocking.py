@@ -15,6 +15,11 @@ document (distance 0), and pairs between distinct codes are reported between the
 groups' representatives. The connected components are exactly those of the full pair
 set, with a number of pairs linear in the group sizes. ``hot_spots="expand"`` reports
 every pair (quadratic on hot spots).
+
+:func:`hamming_knn` is the budgeted alternative: instead of every pair within a radius it
+proposes, for each document, its (approximately) ``k`` nearest codes within the radius, found by
+Charikar's sorted-permutation search, so the number of candidates is at most ``n * k`` whatever
+the radius or the hot spots.
 """
 
 from __future__ import annotations
@@ -25,11 +30,25 @@ from itertools import combinations
 from math import comb
 from typing import Literal
 
+import numba as nb
 import numpy as np
 
 from semhash_llm.sph.hyperplanes import as_words
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "HotSpots",
+    "MAX_PROBES",
+    "CandidatePairs",
+    "MultiIndexHash",
+    "chunk_bounds",
+    "chunk_keys",
+    "flip_masks",
+    "hamming_candidates",
+    "hamming_knn",
+    "brute_force_pairs",
+]
 
 HotSpots = Literal["representative", "expand"]
 _BLOCK_PAIRS = 8_000_000
@@ -269,3 +288,217 @@ def brute_force_pairs(codes: np.ndarray, radius: int) -> tuple[np.ndarray, np.nd
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy(), empty.copy()
     return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+# ---- budgeted k-nearest-neighbour candidates (Charikar's sorted permutations) -------------------
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@nb.njit(inline="always", cache=True)
+def _popcount64(x: np.uint64) -> int:  # pragma: no cover - numba
+    """Number of set bits of a uint64 (SWAR)."""
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return int((x * _H01) >> np.uint64(56))
+
+
+@nb.njit(inline="always", cache=True)
+def _offer(best_j: np.ndarray, best_d: np.ndarray, i: int, j: int, d: int) -> None:  # pragma: no cover - numba
+    """Insert neighbour ``j`` at distance ``d`` into row ``i`` of the sorted top-k lists.
+
+    Rows are kept sorted by (distance, index), empty slots (``-1``) last; a neighbour already
+    listed is ignored (its distance is the same every time it is seen).
+    """
+    k = best_j.shape[1]
+    last = k - 1
+    wj = best_j[i, last]
+    if wj >= 0 and (d > best_d[i, last] or (d == best_d[i, last] and j >= wj)):
+        return
+    for t in range(k):
+        if best_j[i, t] == j:
+            return
+        if best_j[i, t] < 0:
+            break
+    pos = last
+    while pos > 0:
+        pj = best_j[i, pos - 1]
+        if pj >= 0 and (best_d[i, pos - 1] < d or (best_d[i, pos - 1] == d and pj < j)):
+            break
+        best_j[i, pos] = pj
+        best_d[i, pos] = best_d[i, pos - 1]
+        pos -= 1
+    best_j[i, pos] = j
+    best_d[i, pos] = d
+
+
+@nb.njit(cache=True)
+def _permuted_keys(words: np.ndarray, perm: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """The permuted codes as (n, ceil(len(perm) / 64)) uint64 sort keys, most significant bit first.
+
+    Bit ``t`` of the permuted code is bit ``perm[t]`` of the code; it lands in key word ``t // 64``
+    at position ``63 - t % 64``, so sorting the keys lexicographically sorts the permuted codes.
+    """
+    n = words.shape[0]
+    m = perm.shape[0]
+    num_keys = (m + 63) // 64
+    out = np.zeros((n, num_keys), dtype=np.uint64)
+    one = np.uint64(1)
+    for i in range(n):
+        for t in range(m):
+            p = perm[t]
+            bit = (words[i, p >> 6] >> np.uint64(p & 63)) & one
+            out[i, t >> 6] |= bit << np.uint64(63 - (t & 63))
+    return out
+
+
+@nb.njit(cache=True)
+def _sorted_order(keys: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """Stable lexicographic order of the key rows; ties (identical permuted codes) by index."""
+    n, num_keys = keys.shape
+    order = np.arange(n)
+    for w in range(num_keys - 1, -1, -1):
+        col = np.empty(n, dtype=np.uint64)
+        for p in range(n):
+            col[p] = keys[order[p], w]
+        order = order[np.argsort(col, kind="mergesort")]
+    return order
+
+
+@nb.njit(cache=True)
+def _knn_scan(
+    words: np.ndarray, perms: np.ndarray, k: int, radius: int, window: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
+    """Top-k lists ``(neighbour, distance)`` of every code over all permutations' sliding windows."""
+    n, num_words = words.shape
+    best_j = np.full((n, k), -1, dtype=np.int64)
+    best_d = np.zeros((n, k), dtype=np.int64)
+    for p in range(perms.shape[0]):
+        order = _sorted_order(_permuted_keys(words, perms[p]))
+        for pos in range(n):
+            i = order[pos]
+            stop = min(n, pos + window + 1)
+            for q in range(pos + 1, stop):
+                j = order[q]
+                d = 0
+                for w in range(num_words):
+                    d += _popcount64(words[i, w] ^ words[j, w])
+                if d <= radius:
+                    _offer(best_j, best_d, i, j, d)
+                    _offer(best_j, best_d, j, i, d)
+    return best_j, best_d
+
+
+def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if int(value) >= low and (high is None or int(value) <= high):
+            return int(value)
+    where = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
+    raise ValueError(f"The '{name}' parameter of hamming_knn must be {where}. Got {value!r} instead.")
+
+
+def hamming_knn(
+    codes: np.ndarray,
+    k: int,
+    radius: int,
+    bits: int,
+    num_perms: int = 8,
+    window: int = 8,
+    seed: int = 0,
+) -> CandidatePairs:
+    """Candidate pairs from each code's (approximate) ``k`` nearest codes within Hamming ``radius``.
+
+    The candidate budget is per document: every code ``i`` keeps a list ``knn(i)`` of at most ``k``
+    other codes within ``radius``, the nearest it was compared with, ties broken by distance and
+    then by the other document's index (lowest first). The output is the symmetric union of these
+    lists, the pairs ``(i, j)`` with ``j`` in ``knn(i)`` or ``i`` in ``knn(j)``, so there are at most
+    ``n * k`` pairs whatever the radius and however skewed the codes are. A document may appear in
+    more than ``k`` pairs (others may list it), but its own list never exceeds ``k``.
+
+    The neighbours are found by Charikar's sorted-permutation method: for each of ``num_perms``
+    pseudo-random permutations of the bit positions (drawn with ``numpy.random.default_rng(seed)``),
+    the documents are sorted by their permuted code, read most significant bit first as uint64
+    words (for codes up to 64 bits one word; longer codes are ordered by all their permuted words,
+    so identical codes are always adjacent), ties by document index (a stable sort). Codes sharing
+    a long permuted prefix sit close together, so each document is compared (exact Hamming
+    distance on all ``bits``) with the ``window`` documents before and after it in that order.
+    Near codes share a long prefix in at least one of the permutations with high probability;
+    the search is approximate (unlike :func:`hamming_candidates`, a pair within ``radius`` may be
+    missed), and more permutations or a wider window trade time for recall.
+
+    Work is ``O(num_perms * (n log n + n * window * (bits / 64 + k)))`` and memory ``O(n * k)``.
+    The result is a pure function of the codes and the arguments.
+
+    Hot spots stay linear: ``m`` copies of one code form a run in every sorted order, and each copy
+    but the lowest-indexed one has a lower-indexed copy right before it, at distance 0. Since lists
+    prefer distance 0 and then low indices, every such copy lists a lower-indexed copy, so the
+    copies form one connected component (a union-find joins them all) with at most ``m * k`` pairs.
+
+    Parameters
+    ----------
+    codes : np.ndarray
+        Packed uint64 codes as returned by ``SPHHasher.codes``: shape (n,) for ``bits <= 64``,
+        (n, ceil(bits / 64)) otherwise; bits at positions ``>= bits`` must be zero.
+    k : int
+        Neighbours kept per document (>= 1).
+    radius : int
+        Largest Hamming distance of a proposed pair, in ``[0, bits]`` (``bits``: no limit).
+    bits : int
+        Code length in bits.
+    num_perms : int
+        Number of random bit permutations (>= 1).
+    window : int
+        Documents compared before and after each document in every sorted order (>= 1).
+    seed : int
+        Seed of the permutations.
+
+    Returns
+    -------
+    CandidatePairs
+        Pairs ``a < b`` sorted by ``(a, b)`` without duplicates, with their Hamming distances,
+        ``num_documents = n`` and ``proposed_by="sph"`` (as :func:`hamming_candidates`).
+    """
+    k = _check_int("k", k, 1)
+    bits = _check_int("bits", bits, 1)
+    radius = _check_int("radius", radius, 0, bits)
+    num_perms = _check_int("num_perms", num_perms, 1)
+    window = _check_int("window", window, 1)
+    seed = _check_int("seed", seed, 0)
+    codes = np.asarray(codes)
+    if codes.dtype != np.uint64 or codes.ndim not in (1, 2):
+        raise ValueError(
+            f"The 'codes' parameter of hamming_knn must be a 1-D or 2-D uint64 array (as returned by SPHHasher.codes). "
+            f"Got dtype {codes.dtype} and shape {codes.shape} instead."
+        )
+    num_words = max(1, -(-bits // 64))
+    words = np.ascontiguousarray(as_words(codes))
+    if words.shape[1] != num_words:
+        raise ValueError(
+            f"The 'codes' parameter of hamming_knn must hold {num_words} uint64 word(s) per code for bits={bits}. "
+            f"Got codes of shape {codes.shape} instead."
+        )
+    if bits % 64 and len(words) and np.any(words[:, -1] >> np.uint64(bits % 64)):
+        raise ValueError(
+            f"The 'codes' parameter of hamming_knn has bits set beyond position {bits}; pass the codes' real 'bits'."
+        )
+    n = len(words)
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return CandidatePairs(empty, empty.copy(), empty.copy(), n)
+    rng = np.random.default_rng(seed)
+    perms = np.stack([rng.permutation(bits) for _ in range(num_perms)]).astype(np.int64)
+    best_j, best_d = _knn_scan(words, perms, k, radius, window)
+    src = np.repeat(np.arange(n, dtype=np.int64), k)
+    dst = best_j.ravel()
+    dist = best_d.ravel()
+    found = dst >= 0
+    src, dst, dist = src[found], dst[found], dist[found]
+    a = np.minimum(src, dst)
+    b = np.maximum(src, dst)
+    _, first = np.unique(a * n + b, return_index=True)  # sorted by (a, b), one row per pair
+    logger.debug("SPH kNN blocking: %d documents, k=%d, %d pairs", n, k, len(first))
+    return CandidatePairs(a[first], b[first], dist[first], n)

@@ -25,11 +25,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from semhash_llm.sketch.lsh import Confirmation, min_equal_slots
+from semhash_llm.sketch.lsh import Confirmation, Deferred, min_equal_slots
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation"]
+__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
+           "Deferral", "deferral"]
 
 
 class DocStatus:
@@ -162,24 +163,49 @@ class Decision:
     """Spans to cut from documents that stay (viral fragments); dropped for documents removed."""
 
 
+@dataclass
+class Deferral:
+    """Which pairs a linking stage hands to the verifier rather than deciding them: those with a
+    document of ``row`` (per signature row), whose estimate reaches ``share``, into ``buffer``."""
+
+    row: np.ndarray
+    share: float
+    buffer: Deferred
+
+
+def deferral(ctx: DecideContext, rows: np.ndarray) -> Deferral:
+    """The deferral a verifier stage offers for documents ``rows`` (its ``deferral(rows)``
+    method), or none: nothing deferred."""
+    for stage in ctx.stages.values():
+        offer = getattr(stage, "deferral", None)
+        if callable(offer):
+            found = offer(rows)
+            if isinstance(found, Deferral):
+                return found
+    return Deferral(np.zeros(len(rows), dtype=np.bool_), 1.0, Deferred.buffer(0))
+
+
 def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, threshold: float) -> Confirmation:
     """How a stage confirms its candidate pairs: on its own signatures ``sigs`` (of documents
-    ``rows``) at ``threshold``, unless another stage offers better ones for some pairs.
+    ``rows``) at ``threshold``, unless another stage offers better ones for some pairs; pairs of
+    short documents go to the verifier when one runs (:func:`deferral`).
 
     A stage with a ``confirmation(rows, threshold)`` method (AW-MinHash: weighted signatures,
     on which shared page chrome weighs ~0) returns ``(alt_sigs, alt_min_equal, alt_row)``:
     its signatures, the slots that must agree, and for each of ``rows`` its row there (``-1``:
     none; a pair is confirmed on them when both documents have one), or ``None``.
     """
-    plain = Confirmation.plain(sigs, min_equal_slots(threshold, sigs.shape[1]))
+    d = deferral(ctx, rows)
+    min_equal = min_equal_slots(threshold, sigs.shape[1])
     for stage in ctx.stages.values():
         offer = getattr(stage, "confirmation", None)
         if callable(offer):
             found = offer(rows, threshold)
             if found is not None:
                 alt, alt_min, alt_row = found
-                return Confirmation(sigs, plain.min_equal, alt, alt_min, alt_row)
-    return plain
+                return Confirmation(sigs, min_equal, alt, alt_min, alt_row, d.row, d.share, d.buffer)
+    return Confirmation(sigs, min_equal, sigs, min_equal, np.full(sigs.shape[0], -1, dtype=np.int64), d.row, d.share,
+                        d.buffer)
 
 
 @runtime_checkable

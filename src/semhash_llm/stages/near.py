@@ -13,7 +13,14 @@ import mmap
 import numpy as np
 
 from semhash_llm.config import MinHashConfig
-from semhash_llm.sketch.lsh import Confirmation, band_key_column, link_band, min_equal_slots, optimal_lsh_params
+from semhash_llm.sketch.lsh import (
+    Confirmation,
+    Deferred,
+    band_key_column,
+    link_band,
+    min_equal_slots,
+    optimal_lsh_params,
+)
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.text.tokenize import TokenizedBatch
@@ -50,6 +57,11 @@ class MinHashLSHStage:
         self._chunks: list[np.ndarray] = []
         self._rows: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
+        self.deferred_ = Deferred.buffer(0)
+
+    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs this stage handed to the verifier: (a, b, MinHash estimate)."""
+        return self.deferred_.pairs()
 
     @property
     def num_signed(self) -> int:
@@ -95,11 +107,13 @@ class MinHashLSHStage:
         n = sigs.shape[0]
         c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.threshold, self.config.num_perm))
         out = Edges.buffer(n, LSH_EDGE_KIND)
+        d = self.deferred_ = c.buffer
         for j in range(self.num_bands):
             col = band_key_column(sigs, j, self.rows_per_band)
             order = np.argsort(col, kind="stable")
-            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, rows, parent,
-                      self.config.max_bucket_size, out.a, out.b, out.score, self.counters_)
+            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
+                      c.defer_share, rows, parent, self.config.max_bucket_size, out.a, out.b, out.score, self.counters_,
+                      d.a, d.b, d.score, d.counters)
         k = int(self.counters_[2])
         return out.head(k)
 
@@ -138,6 +152,8 @@ class MinHashLSHStage:
             "pairs_proposed": int(self.counters_[0]),
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": int(self.counters_[2]),
+            "pairs_deferred": self.deferred_.count,
+            "pairs_deferral_overflow": self.deferred_.overflow,
             "hot_bucket_star_rounds": int(self.counters_[3]),
             "signature_bytes": self.signature_bytes(),
         }

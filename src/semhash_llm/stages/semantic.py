@@ -2,16 +2,19 @@
 
 While the input streams, every document that reaches the feature stage gets a K-bit SPH
 code from the distilled student (:mod:`semhash_llm.sph`); only the codes are kept (8 bytes
-a document at K = 64). After the stream, multi-index hashing proposes every pair of codes
-within the Hamming radius among one representative per cluster formed so far — the semantic
-neighbourhood that lexical banding cannot see
-(re-wrapped, re-worded, re-ordered text).
+a document at K = 64). After the stream, among one representative per cluster formed so far,
+each code proposes its ``SPHConfig.neighbors`` nearest codes within the Hamming radius
+(:func:`semhash_llm.sph.blocking.hamming_knn`: a per-document neighbour budget, so a crowded
+code space — thousands of documents on one topic — still yields each document's closest
+codes, where one global radius chosen from a pair budget would have to shrink to nothing);
+``neighbors=None`` proposes every pair within the radius (multi-index hashing). This is the
+semantic neighbourhood that lexical banding cannot see (re-wrapped, re-worded, re-ordered text).
 
-Until the neural verifier lands, a proposed pair is confirmed lexically: it is accepted
-when the MinHash estimate of its Jaccard similarity reaches ``SPHConfig.min_jaccard``, a
-floor below the LSH threshold. SPH thus decides the pairs that share much of their text
-but too little for LSH (boilerplate around the same article, an excerpt with edits), and
-never merges two documents on meaning alone.
+A proposed pair of two longer documents is confirmed lexically: it is accepted when the
+MinHash estimate of its Jaccard similarity reaches ``SPHConfig.min_jaccard``, a floor below the
+LSH threshold. A pair with a short document goes to the neural verifier when it runs
+(:class:`semhash_llm.stages.verify.VerifierStage`), which reads the two texts. SPH never
+merges two documents on meaning alone.
 """
 
 from __future__ import annotations
@@ -21,11 +24,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semhash_llm.sketch.lsh import Confirmation, link_pairs, min_equal_slots
+from semhash_llm.sketch.lsh import Confirmation, Deferred, link_pairs, min_equal_slots
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
-from semhash_llm.sph.blocking import hamming_candidates
-from semhash_llm.sph.hyperplanes import as_words
+from semhash_llm.sph.blocking import CandidatePairs, hamming_candidates, hamming_knn
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.stages.near import MinHashLSHStage
 
@@ -45,7 +47,12 @@ class SPHStage:
         self._codes: list[np.ndarray] = []
         self.encode_seconds_ = 0.0
         self.counters_ = np.zeros(4, dtype=np.int64)
-        self.details_: dict[str, float | int] = {}
+        self.details_: dict[str, float | int | str] = {}
+        self.deferred_ = Deferred.buffer(0)
+
+    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs this stage handed to the verifier: (a, b, Jaccard estimate)."""
+        return self.deferred_.pairs()
 
     def encode(self, texts: Sequence[str]) -> None:
         """Compute and keep the codes of ``texts`` (in the order MinHash signs them)."""
@@ -89,53 +96,37 @@ class SPHStage:
         # Bloom or LSH — a hot spot's thousands of copies — enter the Hamming search once, which
         # keeps the candidate count linear in the number of clusters, not quadratic in copies.
         reps = np.flatnonzero(cluster_roots(parent, rows) == rows)
-        radius, expected = self._radius(codes[reps])
-        cands = hamming_candidates(codes[reps], radius=radius, num_chunks=self.config.num_chunks,
-                                   bits=self.config.bits, hot_spots=self.config.hot_spots)
+        cands = self._candidates(codes[reps])
         n = sigs.shape[0]
         c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.min_jaccard, sigs.shape[1]))
         out = Edges.buffer(n, SPH_EDGE_KIND)
-        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, rows, parent,
-                   out.a, out.b, out.score, self.counters_)
+        d = self.deferred_ = c.buffer
+        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
+                   c.rows_to_defer, c.defer_share, rows, parent, out.a, out.b, out.score, self.counters_,
+                   d.a, d.b, d.score, d.counters)
         k = int(self.counters_[2])
         self.details_ = {
             "bits": self.config.bits,
-            "radius": radius,
-            "max_radius": self.config.radius,
-            "expected_pairs_at_radius": int(expected),
+            "radius": self.config.radius,
+            "neighbors": self.config.neighbors if self.config.neighbors is not None else "all",
             "codes_blocked": int(reps.shape[0]),
             "pairs_proposed": len(cands),
             "all_pairs": cands.all_pairs,
             "pruned_fraction": round(cands.pruned_fraction, 6),
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": k,
+            "pairs_deferred": d.count,
             "min_jaccard": self.config.min_jaccard,
             "docs_confirmed_on_aw_signatures": int(np.count_nonzero(c.alt_row >= 0)),
             "encode_seconds": round(self.encode_seconds_, 3),
         }
         return out.head(k)
 
-    def _radius(self, codes: np.ndarray, sample: int = 2000) -> tuple[int, float]:
-        """The largest radius (up to the configured one) that keeps the candidates in budget.
-
-        The share of all pairs within each distance is estimated from the pairs of a fixed
-        sample of codes (deterministic: an evenly spaced sample).
-        """
-        words = as_words(codes)
-        n = words.shape[0]
-        total = n * (n - 1) / 2
-        budget = self.config.max_pairs_per_doc
-        if budget is None or n < 2:
-            return self.config.radius, 0.0
-        pick = words[np.linspace(0, n - 1, num=min(n, sample)).astype(np.int64)]
-        m = pick.shape[0]
-        hist = np.zeros(self.config.bits + 1, dtype=np.int64)
-        for i in range(m - 1):
-            d = np.bitwise_count(pick[i + 1 :] ^ pick[i]).sum(axis=1)
-            hist += np.bincount(d, minlength=self.config.bits + 1)
-        share = np.cumsum(hist) / max(m * (m - 1) / 2, 1)
-        for r in range(self.config.radius, -1, -1):
-            expected = float(share[r] * total)
-            if expected <= budget * n or r == 0:
-                return r, expected
-        return 0, 0.0  # unreachable: r == 0 returns above
+    def _candidates(self, codes: np.ndarray) -> CandidatePairs:
+        """Each code's nearest codes within the radius (``neighbors`` of them), or all within it."""
+        cfg = self.config
+        if cfg.neighbors is None:
+            return hamming_candidates(codes, radius=cfg.radius, num_chunks=cfg.num_chunks, bits=cfg.bits,
+                                      hot_spots=cfg.hot_spots)
+        return hamming_knn(codes, k=cfg.neighbors, radius=cfg.radius, bits=cfg.bits, num_perms=cfg.permutations,
+                           window=cfg.window)

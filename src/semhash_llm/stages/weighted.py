@@ -47,8 +47,8 @@ from semhash_llm.aw.weights import line_cue, weighted_shingles
 from semhash_llm.config import AWConfig, NormalizeConfig
 from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
-from semhash_llm.sketch.lsh import band_key_column, link_band, min_equal_slots
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.sketch.lsh import Deferred, band_key_column, link_band, min_equal_slots
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, deferral
 from semhash_llm.stages.near import _mapped_array
 from semhash_llm.text.lines import LineBatch, token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
@@ -126,6 +126,7 @@ class AWMinHashStage:
         self.docs_seen_ = 0
         self._empty: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
+        self.deferred_ = Deferred.buffer(0)
         self.seconds_ = {"importance": 0.0, "signatures": 0.0}
 
     # ------------------------------------------------------------------ streaming
@@ -235,6 +236,10 @@ class AWMinHashStage:
             self._empty = [np.concatenate(self._empty)]
         return self._sigs[0], self._rows[0]
 
+    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs this stage handed to the verifier: (a, b, weighted Jaccard estimate)."""
+        return self.deferred_.pairs()
+
     def confirmation(self, rows: np.ndarray, threshold: float) -> tuple[np.ndarray, int, np.ndarray] | None:
         """What another stage confirms its pairs on: these signatures, the slots that must agree
         for ``threshold``, and for each of its ``rows`` (global document indices) the row of its
@@ -263,14 +268,16 @@ class AWMinHashStage:
         out = Edges.buffer(n, AW_EDGE_KIND)
         no_alt = np.full(n, -1, dtype=np.int64)
         parent = ctx.union_find.parent_
+        defer = deferral(ctx, rows)
+        d = self.deferred_ = defer.buffer
         for j in range(cfg.bands_focused):
             members = np.flatnonzero(bands > j)
             if members.size < 2:
                 break
             col = band_key_column(sigs, j, cfg.rows_per_band)
             order = members[np.argsort(col[members], kind="stable")]
-            link_band(order, col, sigs, min_equal, sigs, min_equal, no_alt, rows, parent, cfg.max_bucket_size,
-                      out.a, out.b, out.score, self.counters_)
+            link_band(order, col, sigs, min_equal, sigs, min_equal, no_alt, defer.row, defer.share, rows, parent,
+                      cfg.max_bucket_size, out.a, out.b, out.score, self.counters_, d.a, d.b, d.score, d.counters)
         edges = out.head(int(self.counters_[2]))
         details = self.stats(bands)
         return Decision(edges, docs_in=self.docs_seen_, pairs_in=int(self.counters_[0]), pairs_out=len(edges),
@@ -296,6 +303,7 @@ class AWMinHashStage:
             "pairs_proposed": int(self.counters_[0]),
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": int(self.counters_[2]),
+            "pairs_deferred": self.deferred_.count,
             "importance_seconds": round(self.seconds_["importance"], 3),
             "signature_seconds": round(self.seconds_["signatures"], 3),
             "signature_bytes": int(sum(s.nbytes for s in self._sigs)),

@@ -12,20 +12,26 @@ Positives (``label=1``), by the paper's duplicate types:
 
 * ``A`` — one text in two page templates: synthetic chrome (a menu of one- or two-word lines,
   link lines, a footer) made from the corpus vocabulary, different on each side;
-* ``B`` — a light copy: whitespace, case and punctuation changes, a date line, 1–3% of the words
-  replaced;
+* ``B`` — a light copy: whitespace and case changes, a date line, and in texts of 64 words or
+  more 1–3% of the words replaced (two in five are short texts of 120–300 characters);
 * ``C`` — a short snippet (80–300 characters) and a copy with character noise: OCR-like
-  confusions (``rn``/``m``, ``l``/``1``, ``O``/``0``…), swapped, dropped and doubled letters;
+  confusions (``rn``/``m``, ``l``/``1``, ``O``/``0``…), swapped, dropped, doubled and inserted
+  letters, lost spaces (a third of the pairs have noise on both sides);
 * ``D`` — a text and a contiguous excerpt of it (30–70%), with a word or two changed;
 * ``E`` — a passage (150–400 characters) and another document it was planted into.
 
-Hard negatives (``label=0``), by family:
+Hard negatives (``label=0``), by family (the four of one short text changed get light character
+noise on top half the time, so that typos never excuse a real change):
 
 * ``word_swap`` — two words of the text exchanged (PAWS-like: the same words, another meaning);
-* ``entity_swap`` — a capitalized word replaced by another one of the corpus;
+* ``entity_swap`` — one or two capitalized words replaced by others of the corpus;
+* ``word_replace`` — in a short text (40–200 characters, a question or a sentence), one or two
+  content words replaced by other words of the corpus (QQP-like: "… in golf?" / "… in tennis?");
 * ``negation`` — a ``not`` added after an auxiliary, or removed;
 * ``same_template`` — two different texts in one page template;
-* ``same_topic`` — two different passages of one document (one topic, other text).
+* ``same_topic`` — two different passages of one document (one topic, other text);
+* ``shared_passage`` — one passage (a quote, a viral sentence) inside two different texts, neither
+  containing the other: the passage stage cuts it from one, neither document goes.
 
 Every pair is a :class:`TrainingPair`; :func:`make_pairs` is deterministic for a seed.
 """
@@ -40,7 +46,8 @@ from dataclasses import dataclass
 __all__ = ["TrainingPair", "POSITIVE_TYPES", "NEGATIVE_FAMILIES", "make_pairs", "PairGenerator"]
 
 POSITIVE_TYPES: tuple[str, ...] = ("A", "B", "C", "D", "E")
-NEGATIVE_FAMILIES: tuple[str, ...] = ("word_swap", "entity_swap", "negation", "same_template", "same_topic")
+NEGATIVE_FAMILIES: tuple[str, ...] = ("word_swap", "entity_swap", "word_replace", "negation", "same_template",
+                                      "same_topic", "shared_passage")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _AUX = re.compile(r"\b(is|are|was|were|can|could|will|would|should|does|did|has|have|had)\b( not)?",
@@ -122,7 +129,9 @@ class PairGenerator:
         return " ".join(words)
 
     def _light_copy(self, text: str) -> str:
-        out = self._replace_words(text, self.rng.uniform(0.01, 0.03))
+        # Replaced words only in longer texts: in a short one a replaced word is another text
+        # (the word_replace negatives), and the verifier sees pairs with a short side.
+        out = self._replace_words(text, self.rng.uniform(0.01, 0.03)) if len(text.split()) >= 64 else text
         if self.rng.random() < 0.5:
             out = re.sub(r"\s+", lambda m: m.group(0) + (" " if self.rng.random() < 0.1 else ""), out)
         if self.rng.random() < 0.3:
@@ -139,7 +148,7 @@ class PairGenerator:
         while i < len(chars):
             r = self.rng.random()
             if r < rate and chars[i].isalnum():
-                op = self.rng.randrange(4)
+                op = self.rng.randrange(5)
                 if op == 0:  # OCR confusion
                     src, dst = self.rng.choice(_OCR)
                     if "".join(chars[i:i + len(src)]) == src:
@@ -153,12 +162,21 @@ class PairGenerator:
                     continue
                 elif op == 2:  # drop
                     pass
-                else:  # double
+                elif op == 3:  # double
                     out.extend([chars[i], chars[i]])
+                else:  # insert a letter
+                    out.extend([chars[i], self.rng.choice("aeinorst")])
+            elif r < rate * 1.3 and chars[i] == " ":  # a lost space
+                pass
             else:
                 out.append(chars[i])
             i += 1
         return "".join(out)
+
+    def _maybe_noisy(self, text: str) -> str:
+        """Half the time, light character noise on top of a hard negative's real change: typos
+        beside a swapped or replaced word do not make the pair a duplicate."""
+        return self._noise(text, self.rng.uniform(0.005, 0.02)) if self.rng.random() < 0.5 else text
 
     # ------------------------------------------------------------------ pairs
 
@@ -168,11 +186,12 @@ class PairGenerator:
             body = "\n".join(self._passage(150, 400) for _ in range(self.rng.randint(2, 5)))
             return TrainingPair(self._wrap(self._chrome(), body), self._wrap(self._chrome(), body), 1, "A")
         if kind == "B":
-            text = self._passage(300, 1500)
+            text = self._passage(120, 300) if self.rng.random() < 0.4 else self._passage(300, 1500)
             return TrainingPair(text, self._light_copy(text), 1, "B")
         if kind == "C":
             text = self._passage(80, 300)
-            return TrainingPair(text, self._noise(text, self.rng.uniform(0.02, 0.08)), 1, "C")
+            left = self._noise(text, self.rng.uniform(0.01, 0.05)) if self.rng.random() < 0.33 else text
+            return TrainingPair(left, self._noise(text, self.rng.uniform(0.02, 0.08)), 1, "C")
         if kind == "D":
             text = self._passage(800, 2500)
             size = int(len(text) * self.rng.uniform(0.3, 0.7))
@@ -198,23 +217,38 @@ class PairGenerator:
                 j = self.rng.randrange(len(words) // 2, len(words))
                 if words[i] != words[j]:
                     words[i], words[j] = words[j], words[i]
-                    return TrainingPair(text, " ".join(words), 0, family)
+                    return TrainingPair(text, self._maybe_noisy(" ".join(words)), 0, family)
             return self.negative("same_topic")
         if family == "entity_swap":
             text = self._passage(80, 300)
             caps = [m for m in _WORD.finditer(text) if m.group(0) in self._capital_set and m.start() > 0]
             if caps and len(self.capitals) > 1:
-                m = self.rng.choice(caps)
-                other = self.rng.choice([c for c in self.capitals[:500] if c != m.group(0)] or self.capitals)
-                return TrainingPair(text, text[:m.start()] + other + text[m.end():], 0, family)
+                out = text
+                for m in sorted(self.rng.sample(caps, min(len(caps), self.rng.randint(1, 2))), key=lambda m: -m.start()):
+                    other = m.group(0)
+                    while other == m.group(0):
+                        other = self.rng.choice(self.capitals)
+                    out = out[:m.start()] + other + out[m.end():]
+                return TrainingPair(text, self._maybe_noisy(out), 0, family)
             return self.negative("word_swap")
+        if family == "word_replace":
+            text = self._passage(40, 200)
+            words = text.split(" ")
+            content = [i for i, w in enumerate(words) if w.isalpha() and len(w) >= 4 and w.islower()]
+            if content:
+                for i in self.rng.sample(content, min(len(content), self.rng.randint(1, 2))):
+                    old = words[i]
+                    while words[i] == old:
+                        words[i] = self.rng.choice(self.vocab)
+                return TrainingPair(text, self._maybe_noisy(" ".join(words)), 0, family)
+            return self.negative("entity_swap")
         if family == "negation":
             text = self._passage(80, 300)
             hits = list(_AUX.finditer(text))
             if hits:
                 m = self.rng.choice(hits)
                 flipped = m.group(1) if m.group(2) else m.group(1) + " not"
-                return TrainingPair(text, text[:m.start()] + flipped + text[m.end():], 0, family)
+                return TrainingPair(text, self._maybe_noisy(text[:m.start()] + flipped + text[m.end():]), 0, family)
             return self.negative("word_swap")
         if family == "same_template":
             chrome = self._chrome()
@@ -229,6 +263,13 @@ class PairGenerator:
                     return TrainingPair(a, b, 0, family)
             other = self._doc()
             return TrainingPair(a, self._passage(200, 800, other), 0, family)
+        if family == "shared_passage":
+            fragment = self._passage(60, 250)
+            sides = []
+            for _ in range(2):
+                other = self._passage(40, 300)
+                sides.append(f"{fragment} {other}" if self.rng.random() < 0.5 else f"{other} {fragment}")
+            return TrainingPair(sides[0], sides[1], 0, family)
         raise ValueError(f"negative(): family must be one of {', '.join(NEGATIVE_FAMILIES)}; got {family!r}")
 
 

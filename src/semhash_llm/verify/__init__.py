@@ -1,1 +1,1 @@
-"""The neural verifier (MGFN, contrastive boundary, Monte Carlo dropout); needs the ``ml`` extra (torch)."""
+"""The neural verifier (MGFN, pair features, contrastive boundary, Monte Carlo dropout); needs the ``ml`` extra (torch)."""

@@ -1,4 +1,4 @@
-"""MGFN, the multi-granularity fusion network of the neural verifier (issue 9; model only so far).
+"""MGFN, the multi-granularity fusion network of the neural verifier (the ``mgfn`` stage: :mod:`semhash_llm.stages.verify`).
 
 One encoder reads a document at three granularities and fuses them with a gate:
 
@@ -15,16 +15,21 @@ One encoder reads a document at three granularities and fuses them with a gate:
 
 The fused vector goes through a projection head into the space where duplicates cluster
 (unit length; trained with a contrastive loss whose margin is learned per duplicate type A–E,
-:meth:`MGFN.contrastive_loss`), and a **boundary network** on ``[u, v, u ⊙ v, |u − v|]``
-gives the duplicate probability. **Monte Carlo dropout** (:meth:`MGFN.mc_predict`): ``T``
-passes with dropout on give a mean and a variance per pair; a high variance marks a pair
-uncertain (the LLM judge's input).
+:meth:`MGFN.contrastive_loss`), and a **boundary network** on ``[u, v, u ⊙ v, |u − v|]`` —
+plus, by default, the pair's alignment features (:mod:`semhash_llm.verify.features`: where the
+two texts differ and whether the difference is a typo or a changed word, which two separately
+encoded vectors cannot show) — gives the duplicate probability. **Monte Carlo dropout**
+(:meth:`MGFN.mc_predict`): ``T`` passes with dropout on give a mean and a variance per pair; a
+high variance marks a pair uncertain (the LLM judge's input). Dropout sits after the fusion and
+inside the boundary network, so the encoders run once and only the cheap top runs ``T`` times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,7 +40,8 @@ from semhash_llm.config import NormalizeConfig
 from semhash_llm.text.lines import LineBatch, tokens_and_lines
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["MGFNConfig", "MGFN", "PairBatch", "encode_texts", "document_traits", "NUM_TRAITS", "CATEGORIES"]
+__all__ = ["MGFNConfig", "MGFN", "PairBatch", "encode_texts", "document_traits", "NUM_TRAITS", "CATEGORIES",
+           "save_mgfn", "load_mgfn"]
 
 CATEGORIES: tuple[str, ...] = ("A", "B", "C", "D", "E")
 NUM_TRAITS = 3
@@ -50,13 +56,16 @@ class MGFNConfig:
     char_channels: int = 64
     kernel_sizes: tuple[int, ...] = (3, 5, 7)
     max_tokens: int = 256
-    token_buckets: int = 1 << 15
+    token_buckets: int = 1 << 13
     token_dim: int = 64
     lstm_hidden: int = 64
     semantic_dim: int = 256
     hidden: int = 128
     projection: int = 64
     dropout: float = 0.1
+    pair_features: int = 0
+    """Width of the pair features the boundary network reads beside ``[u, v, u*v, |u-v|]``
+    (:data:`semhash_llm.verify.features.NUM_PAIR_FEATURES`; 0: none)."""
 
     def __post_init__(self) -> None:
         for name in ("max_chars", "char_dim", "char_channels", "max_tokens", "token_buckets", "token_dim",
@@ -64,8 +73,10 @@ class MGFNConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"MGFNConfig.{name} must be a positive int; got {value!r}")
-        if not self.kernel_sizes or any(k < 1 for k in self.kernel_sizes):
-            raise ValueError(f"MGFNConfig.kernel_sizes must be positive ints; got {self.kernel_sizes!r}")
+        if not isinstance(self.pair_features, int) or self.pair_features < 0:
+            raise ValueError(f"MGFNConfig.pair_features must be an int >= 0; got {self.pair_features!r}")
+        if not self.kernel_sizes or any(k < 1 or k % 2 == 0 for k in self.kernel_sizes):
+            raise ValueError(f"MGFNConfig.kernel_sizes must be odd positive ints; got {self.kernel_sizes!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"MGFNConfig.dropout must be in [0, 1); got {self.dropout!r}")
 
@@ -74,8 +85,8 @@ class MGFNConfig:
 class PairBatch:
     """The encoder inputs of a batch of texts (one side of a batch of pairs)."""
 
-    chars: torch.Tensor  # (B, max_chars) int64, 0 = padding, byte + 1
-    tokens: torch.Tensor  # (B, max_tokens) int64, 0 = padding, bucket + 1
+    chars: torch.Tensor  # (B, <= max_chars) int64, 0 = padding, byte + 1
+    tokens: torch.Tensor  # (B, <= max_tokens) int64, 0 = padding, bucket + 1
     semantic: torch.Tensor  # (B, semantic_dim) float32
     traits: torch.Tensor  # (B, NUM_TRAITS) float32
 
@@ -106,12 +117,13 @@ def encode_texts(texts: Sequence[str], config: MGFNConfig, semantic: np.ndarray 
     """Encoder inputs for ``texts``: bytes, hashed canonical tokens, the given semantic
     embeddings (``(n, semantic_dim)``; zeros when ``None``) and the document traits."""
     n = len(texts)
-    chars = np.zeros((n, config.max_chars), dtype=np.int64)
-    for i, text in enumerate(texts):
-        raw = np.frombuffer(text.encode("utf-8")[: config.max_chars], dtype=np.uint8)
-        chars[i, : raw.size] = raw.astype(np.int64) + 1
+    raws = [text.encode("utf-8")[: config.max_chars] for text in texts]
+    chars = np.zeros((n, max((len(r) for r in raws), default=1) or 1), dtype=np.int64)  # as wide as the longest
+    for i, raw in enumerate(raws):
+        chars[i, : len(raw)] = np.frombuffer(raw, dtype=np.uint8).astype(np.int64) + 1
     tb, lines = tokens_and_lines(texts, normalize)
-    tokens = np.zeros((n, config.max_tokens), dtype=np.int64)
+    counts = np.minimum(np.diff(tb.tok_offsets), config.max_tokens)
+    tokens = np.zeros((n, max(int(counts.max(initial=0)), 1)), dtype=np.int64)
     buckets = (tb.tok_hashes % np.uint64(config.token_buckets)).astype(np.int64) + 1
     for i in range(n):
         s, e = int(tb.tok_offsets[i]), int(tb.tok_offsets[i + 1])
@@ -146,7 +158,7 @@ class MGFN(nn.Module):
         self.gate = nn.Linear(NUM_TRAITS, 3)
         self.dropout = nn.Dropout(cfg.dropout)
         self.head = nn.Sequential(nn.Linear(cfg.hidden, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, cfg.projection))
-        self.boundary = nn.Sequential(nn.Linear(4 * cfg.projection, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
+        self.boundary = nn.Sequential(nn.Linear(4 * cfg.projection + cfg.pair_features, cfg.hidden), nn.GELU(), nn.Dropout(cfg.dropout),
                                       nn.Linear(cfg.hidden, 1))
         # One contrastive margin per duplicate type (softplus of these: always positive).
         self.margin_raw = nn.Parameter(torch.zeros(len(CATEGORIES)))
@@ -156,30 +168,47 @@ class MGFN(nn.Module):
     def levels(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, 3, hidden)`` level vectors and ``(B, 3)`` gate weights."""
         c = self.char_embed(batch.chars).transpose(1, 2)  # (B, dim, L)
-        pooled = [F.relu(conv(c)).amax(dim=2) for conv in self.convs]
+        on_text = (batch.chars > 0).unsqueeze(1)  # padding never wins the max-pool: the width does not matter
+        pooled = [(F.relu(conv(c)) * on_text).amax(dim=2) for conv in self.convs]
         h_char = self.char_out(torch.cat(pooled, dim=1))
         mask = (batch.tokens > 0).float()
-        out, _ = self.lstm(self.token_embed(batch.tokens))
+        emb = self.token_embed(batch.tokens)
+        lengths = mask.sum(1).clamp(min=1).to(torch.int64).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=emb.shape[1])
         h_tok = self.token_out((out * mask.unsqueeze(2)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0))
         h_sem = self.semantic(batch.semantic)
         gate = torch.softmax(self.gate(batch.traits), dim=1)
         return torch.stack([h_char, h_tok, h_sem], dim=1), gate
 
+    def fuse(self, batch: PairBatch) -> torch.Tensor:
+        """The gated sum of the three levels, ``(B, hidden)`` (no dropout: that comes after)."""
+        levels, gate = self.levels(batch)
+        return (levels * gate.unsqueeze(2)).sum(1)
+
+    def project(self, fused: torch.Tensor) -> torch.Tensor:
+        """Fused vectors into the contrastive space: dropout, projection head, unit length."""
+        return F.normalize(self.head(self.dropout(fused)), dim=1)
+
     def encode(self, batch: PairBatch) -> torch.Tensor:
         """Unit-length vectors in the contrastive space, ``(B, projection)``."""
-        levels, gate = self.levels(batch)
-        fused = (levels * gate.unsqueeze(2)).sum(1)
-        return F.normalize(self.head(self.dropout(fused)), dim=1)
+        return self.project(self.fuse(batch))
 
     # ------------------------------------------------------------------ pairs
 
-    def logits(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Boundary network on ``[u, v, u ⊙ v, |u − v|]``: one logit per pair."""
-        return self.boundary(torch.cat([u, v, u * v, (u - v).abs()], dim=1)).squeeze(1)
+    def logits(self, u: torch.Tensor, v: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
+        """Boundary network on ``[u, v, u ⊙ v, |u − v|]`` (and the pair features): one logit per pair."""
+        parts = [u, v, u * v, (u - v).abs()]
+        if self.config.pair_features:
+            if features is None or features.shape != (u.shape[0], self.config.pair_features):
+                raise ValueError(f"this MGFN reads {self.config.pair_features} pair features per pair; got "
+                                 f"{None if features is None else tuple(features.shape)}")
+            parts.append(features)
+        return self.boundary(torch.cat(parts, dim=1)).squeeze(1)
 
-    def forward(self, a: PairBatch, b: PairBatch) -> torch.Tensor:
+    def forward(self, a: PairBatch, b: PairBatch, features: torch.Tensor | None = None) -> torch.Tensor:
         """Duplicate probability of every pair ``(a[i], b[i])``."""
-        return torch.sigmoid(self.logits(self.encode(a), self.encode(b)))
+        return torch.sigmoid(self.logits(self.encode(a), self.encode(b), features))
 
     def margins(self) -> torch.Tensor:
         """The learned contrastive margin of each type A–E (positive)."""
@@ -197,15 +226,45 @@ class MGFN(nn.Module):
         return (pos + neg).mean()
 
     @torch.no_grad()
-    def mc_predict(self, a: PairBatch, b: PairBatch, passes: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
+    def mc_predict(self, a: PairBatch, b: PairBatch, passes: int = 20,
+                   features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Monte Carlo dropout: mean and variance of the duplicate probability over ``passes``
         stochastic passes (dropout on; the module's own train/eval mode is restored)."""
+        return self.mc_predict_fused(self.fuse(a), self.fuse(b), passes, features)
+
+    @torch.no_grad()
+    def mc_predict_fused(self, fa: torch.Tensor, fb: torch.Tensor, passes: int = 20,
+                         features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`mc_predict` from fused vectors (:meth:`fuse`): the encoders ran once, only the
+        dropout, the projection head and the boundary network run ``passes`` times."""
         if passes < 1:
             raise ValueError(f"mc_predict needs passes >= 1; got {passes}")
         was_training = self.training
         self.train()
         try:
-            probs = torch.stack([self.forward(a, b) for _ in range(passes)])
+            probs = torch.stack([torch.sigmoid(self.logits(self.project(fa), self.project(fb), features))
+                                 for _ in range(passes)])
         finally:
             self.train(was_training)
         return probs.mean(0), probs.var(0, unbiased=False)
+
+
+def save_mgfn(model: MGFN, path: str | Path, extra: dict[str, Any] | None = None) -> None:
+    """Write ``model`` (its config and weights, plus ``extra`` plain values) to ``path``.
+
+    Stored as ``torch.save`` of plain tensors and numbers; read back with ``weights_only=True``."""
+    torch.save({"config": asdict(model.config), "state_dict": model.state_dict(), "extra": extra or {}}, path)
+
+
+def load_mgfn(path: str | Path) -> tuple[MGFN, dict[str, Any]]:
+    """The model saved by :func:`save_mgfn` at ``path`` (in eval mode) and its ``extra`` values."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no verifier weights at {p}: train them with `semhash-llm train verifier --out DIR` "
+                                "and pass DIR/verifier.pt")
+    blob = torch.load(p, map_location="cpu", weights_only=True)
+    raw = dict(blob["config"])
+    raw["kernel_sizes"] = tuple(raw["kernel_sizes"])
+    model = MGFN(MGFNConfig(**raw))
+    model.load_state_dict(blob["state_dict"])
+    return model.eval(), dict(blob.get("extra", {}))

@@ -1,0 +1,102 @@
+"""The verifier stage (``mgfn``): short pairs deferred by the linking stages, screened, decided by MGFN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from semhash_llm import PipelineConfig, deduplicate  # noqa: E402
+from semhash_llm.verify.features import NUM_PAIR_FEATURES  # noqa: E402
+from semhash_llm.verify.mgfn import MGFN, MGFNConfig, load_mgfn, save_mgfn  # noqa: E402
+
+pytestmark = pytest.mark.ml
+
+QUESTION = "What are some tips on making it through the job interview process at Liberty Broadband?"
+RECORDS = [
+    {"id": "q1", "text": QUESTION},
+    {"id": "q2", "text": QUESTION.replace("Broadband", "Interactive")},  # another company: another question
+    {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
+    {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained small MGFN (its probabilities lie strictly inside (0, 1))."""
+    from semhash_llm.sph.student import load_student
+
+    torch.manual_seed(0)
+    config = MGFNConfig(max_chars=128, char_dim=8, char_channels=8, kernel_sizes=(3,), max_tokens=32,
+                        token_buckets=256, token_dim=8, lstm_hidden=8, semantic_dim=load_student().dim, hidden=16,
+                        projection=8, pair_features=NUM_PAIR_FEATURES)
+    path = tmp_path_factory.mktemp("verifier") / "verifier.pt"
+    save_mgfn(MGFN(config), path, extra={"screen": 0.3})
+    return path
+
+
+def _run(model: Path, **verifier: object) -> tuple[dict[str, dict], dict]:
+    # SPH radius = bits: every document's nearest codes are proposed, whatever their distance.
+    cfg = PipelineConfig.from_dict({"verifier": {"model_path": str(model), **verifier}, "sph": {"radius": 64},
+                                    "select": {"keep": "first"}})
+    res = deduplicate(RECORDS, cfg)
+    rows = {r["id"]: r for r in res.documents.to_pylist()}
+    row = next(s for s in res.report["funnel"] if s["stage"] == "mgfn")
+    return rows, row
+
+
+def test_short_pairs_go_to_the_verifier_and_its_threshold_decides(tiny_model: Path) -> None:
+    rows, row = _run(tiny_model, threshold=0.0)  # every verified pair accepted
+    d = row["details"]
+    assert d["pairs_verified"] >= 2 and d["pairs_accepted"] >= 2 and d["pairs_deferral_overflow"] == 0
+    assert sum(d["pairs_deferred_by_stage"].values()) >= 2
+    assert d["pairs_screened_out"] >= 1  # "far" shares no text with the questions: settled without the network
+    assert rows["q2"]["action"] == rows["q3"]["action"] == "remove"
+    assert {rows["q2"]["decided_by"], rows["q3"]["decided_by"]} == {"verifier"}
+    assert rows["far"]["action"] == "keep" and rows["q1"]["action"] == "keep"
+    assert 0 < d["share_of_all_pairs_verified"] <= 1 and d["verified_pairs_per_second"] > 0
+
+    rows, row = _run(tiny_model, threshold=1.0)  # nothing reaches it: every short pair stays
+    assert row["details"]["pairs_accepted"] == 0
+    assert all(r["action"] == "keep" for r in rows.values())
+
+
+def test_without_the_verifier_the_hash_score_decides(tiny_model: Path) -> None:
+    cfg = PipelineConfig.from_dict({"verifier": {"enabled": False}, "select": {"keep": "first"}})
+    res = deduplicate(RECORDS, cfg)
+    rows = {r["id"]: r for r in res.documents.to_pylist()}
+    assert "mgfn" not in [s["stage"] for s in res.report["funnel"]]
+    assert rows["q2"]["decided_by"] in ("lsh", "sph")  # merged on lexical overlap alone
+
+
+def test_long_pairs_are_settled_by_their_hash_score(tiny_model: Path) -> None:
+    _rows, row = _run(tiny_model, threshold=0.0, short_tokens=1)  # nothing is short
+    assert row["details"]["pairs_verified"] == 0 and row["pairs_in"] == 0
+
+
+def test_verified_decisions_are_deterministic(tiny_model: Path) -> None:
+    a = _run(tiny_model, threshold=0.5)
+    b = _run(tiny_model, threshold=0.5)
+    assert a[0] == b[0]
+    assert a[1]["details"]["pairs_accepted"] == b[1]["details"]["pairs_accepted"]
+
+
+def test_saved_model_round_trips_and_missing_weights_are_explained(tiny_model: Path, tmp_path: Path) -> None:
+    model, extra = load_mgfn(tiny_model)
+    assert extra == {"screen": 0.3} and not model.training
+    with pytest.raises(FileNotFoundError, match="semhash-llm train verifier"):
+        load_mgfn(tmp_path / "missing.pt")
+    assert np.isfinite(sum(float(p.detach().sum()) for p in model.parameters()))
+
+
+def test_the_threshold_stored_with_the_weights_is_the_default(tiny_model: Path, tmp_path: Path) -> None:
+    model, _ = load_mgfn(tiny_model)
+    permissive = tmp_path / "permissive.pt"
+    save_mgfn(model, permissive, extra={"screen": 0.3, "threshold": 0.0})  # as `train verifier` stores it
+    _rows, row = _run(permissive)
+    assert row["details"]["threshold"] == 0.0 and row["details"]["pairs_accepted"] == row["details"]["pairs_verified"]
+    _rows, row = _run(permissive, threshold=1.0)  # the config's threshold wins
+    assert row["details"]["threshold"] == 1.0 and row["details"]["pairs_accepted"] == 0
