@@ -199,14 +199,16 @@ class StageInfo:
 STAGES: tuple[StageInfo, ...] = (
     StageInfo("bloom", "bloom", "exact duplicates of the normalized text: BLAKE2b-128 key, Bloom filter, "
               "every hit confirmed", lambda cfg: BloomExactStage(cfg.bloom)),
-    StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate",
+    StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate "
+              "(a pair with a short document goes to the verifier)",
               lambda cfg: MinHashLSHStage(cfg.minhash)),
     StageInfo("aw", "aw", "near duplicates by weighted Jaccard: shingles weighted by importance (line cue; "
               "distilled attention or the teacher on request), ICWS signatures, entropy-adaptive banding over "
               "multi-line documents; confirms the lsh and sph pairs too",
               lambda cfg: AWMinHashStage(cfg.aw, cfg.normalize)),
-    StageInfo("sph", "sph", "semantic candidates: learned SPH codes within a Hamming radius, confirmed by a "
-              "Jaccard floor", lambda cfg: SPHStage(cfg.sph)),
+    StageInfo("sph", "sph", "semantic candidates: each document's nearest SPH codes within a Hamming radius, "
+              "confirmed by a Jaccard floor (a pair with a short document goes to the verifier)",
+              lambda cfg: SPHStage(cfg.sph)),
     StageInfo("mgfn", "verifier", "the neural verifier: pairs with a short document, deferred by the linking "
               "stages, re-read and decided by MGFN (character, token and semantic levels, alignment features, Monte "
               "Carlo dropout) after a character-trigram screen", lambda cfg: VerifierStage(cfg.verifier, cfg.normalize)),
@@ -330,7 +332,7 @@ class Cascade:
         if cfg.select.cover_check and len(edges):
             roots, kept_edges, reclustered = refine_by_cover(
                 roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select, children,
-                _cover_fn({st.name: st for st in stages}, edges, n, cfg))
+                _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts))
             edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges], edges.kind[kept_edges])
         selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
                                      prios.view(), cfg.select, children)
@@ -348,6 +350,10 @@ class Cascade:
                              "keep_policy": cfg.select.keep}
         if cfg.select.cover_check:
             st_select.details["cover_check_reclustered"] = reclustered
+            ver = next((st for st in stages if isinstance(st, VerifierStage)), None)
+            if ver is not None:
+                st_select.details["cover_check_pairs_verified"] = ver.cover_pairs_
+                st_select.details["cover_check_pairs_verifier_accepted"] = ver.cover_accepted_
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
         funnel = [read, *(rows[st.name] for st in stages), st_select]
@@ -401,7 +407,8 @@ class Cascade:
         return index, [got_texts[k] for k in order.tolist()]
 
 
-def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig) -> CoverFn:
+def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig,
+              read_texts: Callable[[np.ndarray], list[str]] | None = None) -> CoverFn:
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
     when a stage accepted the pair itself (or a pair of their exact copies), when they are exact copies, when their MinHash (or,
     both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
@@ -452,6 +459,9 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     # Accepted pairs between exact classes: a copy of a document the keeper covers is covered too.
     ra, rb = reps[edges.a].astype(np.int64), reps[edges.b].astype(np.int64)
     linked = np.unique(np.concatenate([ra * n + rb, rb * n + ra]))
+    found = stages.get("mgfn")
+    verifier = found if isinstance(found, VerifierStage) else None
+    verdicts: dict[int, bool] = {}
 
     def covers(docs: np.ndarray, keepers: np.ndarray) -> np.ndarray:
         rd, rk = reps[docs], reps[keepers]
@@ -465,6 +475,14 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         for i in np.flatnonzero(~ok).tolist():
             d, k = int(docs[i]), int(keepers[i])
             ok[i] = contained_in(d, k) or contained_in(int(rd[i]), int(rk[i]))
+        if verifier is not None and read_texts is not None and not ok.all():
+            rest = np.flatnonzero(~ok)
+            keys = docs[rest].astype(np.int64) * n + keepers[rest].astype(np.int64)
+            ask = np.array([key not in verdicts for key in keys.tolist()], dtype=np.bool_)
+            if ask.any():
+                said = verifier.verify_pairs(docs[rest[ask]], keepers[rest[ask]], read_texts)
+                verdicts.update(zip(keys[ask].tolist(), said.tolist()))
+            ok[rest] = [verdicts[key] for key in keys.tolist()]
         return ok
 
     return covers

@@ -473,8 +473,8 @@ class SelectConfig:
 
     ``cover_check`` (on by default): a document is removed only when its survivor covers it
     directly — a pair a stage accepted, an exact copy, a (weighted) Jaccard estimate of the two
-    at least the lowest floor of the enabled lexical stages, or a containment chain from it to
-    the survivor. The others are not removed through a chain of pairwise links: they are
+    at least the lowest floor of the enabled lexical stages, a containment chain from it to
+    the survivor, or, with the verifier on, the verifier's reading of the two texts. The others are not removed through a chain of pairwise links: they are
     re-clustered among themselves (over their own edges), and so on, until every removal is
     covered. Chains of pairwise links otherwise merge distinct documents (two articles in one
     huge site template, each linked to a copy of itself) and keep one of them: a lost

@@ -86,7 +86,7 @@ def make_speed_corpus(num_docs: int = 100_000, doc_chars: int = 2000, near_fract
     for src in near_src:
         words = list(vocab_arr[all_words[offsets[src]:offsets[src + 1]]])
         rate = rng.uniform(0.005, 0.02) if replace_rate is None else replace_rate
-        n_edit = max(1, int(round(rate * len(words))))
+        n_edit = max(1, int(rate * len(words)) if replace_rate is None else round(rate * len(words)))
         for pos in sorted(rng.choice(len(words), size=n_edit, replace=False), reverse=True):
             op = rng.integers(3) if replace_rate is None else 0
             if op == 0:

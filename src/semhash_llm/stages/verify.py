@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,14 @@ class VerifierStage:
 
         self.model_, extra = load_mgfn(path)
         self.model_path_ = path
+        from semhash_llm.sph.student import load_student
+
+        # The semantic level reads the shipped SPH student's embedding, the one it was trained with.
+        self.student_ = load_student()
+        if self.model_.config.semantic_dim != self.student_.dim:
+            raise ConfigError(f"The verifier at {path} reads {self.model_.config.semantic_dim}-d student embeddings, "
+                              f"but the shipped student gives {self.student_.dim}-d. Train the verifier again "
+                              "(`semhash-llm train verifier`) or pass the verifier.pt that matches")
         # The threshold: the config's, else the one shipped with the weights (chosen by `train
         # verifier` on its held-apart pairs), else 0.5.
         self.threshold_ = float(config.threshold if config.threshold is not None else extra.get("threshold", 0.5))
@@ -82,6 +91,8 @@ class VerifierStage:
         self._rows: list[np.ndarray] = []
         self._counts: np.ndarray | None = None
         self.details_: dict[str, Any] = {}
+        self.cover_pairs_ = 0
+        self.cover_accepted_ = 0
 
     # ------------------------------------------------------------------ streaming
 
@@ -211,13 +222,36 @@ class VerifierStage:
         return Decision(edges, docs_in=int(np.unique(np.concatenate([lo, hi])).size) if lo.size else 0,
                         pairs_in=int(keys.size), pairs_out=len(accepted_a), details=details)
 
+    def verify_pairs(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]) -> np.ndarray:
+        """Whether the verifier accepts each pair ``(a[i], b[i])`` (global indices), by the same
+        screen, model and threshold as :meth:`decide`, whatever the documents' lengths. The
+        cover check asks it about removals that no accepted pair covers directly."""
+        from semhash_llm.verify.features import char_jaccard_indexed
+
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        out = np.zeros(a.size, dtype=np.bool_)
+        if a.size == 0:
+            return out
+        docs = np.unique(np.concatenate([a, b]))
+        texts = read_texts(docs)
+        ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
+        keep = char_jaccard_indexed(texts, ia, ib) >= self.config.screen
+        if keep.any():
+            where = {int(d): k for k, d in enumerate(docs.tolist())}
+            mean, _var = self._predict([texts[i] for i in ia[keep].tolist()], [texts[i] for i in ib[keep].tolist()],
+                                       a[keep], b[keep], texts, where)
+            out[np.flatnonzero(keep)] = mean >= self.threshold_
+        self.cover_pairs_ += int(a.size)
+        self.cover_accepted_ += int(np.count_nonzero(out))
+        return out
+
     def _predict(self, ta: list[str], tb: list[str], lo: np.ndarray, hi: np.ndarray, texts: list[str],
                  where: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """MC-dropout mean and variance of every pair: each document encoded once, then the pairs
         in batches. Deterministic: the dropout masks come from a generator seeded per run."""
         import torch
 
-        from semhash_llm.sph.student import load_student
         from semhash_llm.verify.features import pair_features
         from semhash_llm.verify.mgfn import encode_texts
 
@@ -226,13 +260,12 @@ class VerifierStage:
         docs = sorted(set(lo.tolist()) | set(hi.tolist()))
         slot = {d: k for k, d in enumerate(docs)}
         doc_texts = [texts[where[d]] for d in docs]
-        student = load_student()
+        student = self.student_
         fused_parts: list[torch.Tensor] = []
         with torch.no_grad():
             for s in range(0, len(doc_texts), cfg.batch_size):
                 chunk = doc_texts[s: s + cfg.batch_size]
-                sem = student.encode(chunk) if model.config.semantic_dim == student.dim else None
-                fused_parts.append(model.fuse(encode_texts(chunk, model.config, semantic=sem,
+                fused_parts.append(model.fuse(encode_texts(chunk, model.config, semantic=student.encode(chunk),
                                                            normalize=self.normalize)))
         fused = torch.cat(fused_parts)
         ia = torch.tensor([slot[int(x)] for x in lo.tolist()], dtype=torch.long)

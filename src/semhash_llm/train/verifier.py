@@ -220,8 +220,8 @@ Monte Carlo dropout. {report['parameters']:,} parameters.
 - Text: {report['trained_on']} ({report['documents']['fitting']} fitting / {report['documents']['held_apart']} held-apart documents;
   each document on one side only).
 - Pairs: `semhash_llm.train.pairs.make_pairs` (self-supervised, this project's own
-  transformations and seeds, not the benchmark's: positives A–E, hard negatives word swap,
-  entity swap, word replace, negation, same template, same topic); pairs below the
+  transformations and seeds, not the benchmark's: positives A–E, hard negatives
+  {", ".join(f.replace("_", " ") for f in NEGATIVE_FAMILIES)}); pairs below the
   character-trigram screen ({report['config']['screen']}) are settled without the network in the cascade and left
   out here ({s['screened_out_pairs']}). {s['fitting_pairs']:,} fitting pairs.
 - Settings: {json.dumps({k: v for k, v in report['config'].items() if k != 'model'})}.

@@ -19,6 +19,7 @@ candidate pair without the network.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
@@ -71,12 +72,18 @@ def char_jaccard_indexed(texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> 
                        dtype=np.float32, count=len(a))
 
 
-def _near_spelling(word: str, others: Sequence[str]) -> bool:
-    """Whether ``others`` holds a word within a small edit of ``word`` (a typo or OCR slip)."""
+def _near_spelling(word: str, others: Sequence[str], letters: dict[str, Counter[str]]) -> bool:
+    """Whether ``others`` holds a word within a small edit of ``word`` (a typo or OCR slip):
+    ``SequenceMatcher`` ratio >= 0.75, tried only where the shared letters (a multiset bound of
+    that ratio, what ``SequenceMatcher.quick_ratio`` computes) can reach it. ``letters``: each
+    word's letter counts."""
     n = len(word)
+    mine = letters[word]
     for other in others:
         m = len(other)
         if abs(n - m) > 2 or (n <= 3 and m <= 3 and word != other):
+            continue
+        if 2 * sum((mine & letters[other]).values()) < 0.75 * (n + m):
             continue
         if SequenceMatcher(None, word, other, autojunk=False).ratio() >= 0.75:
             return True
@@ -105,9 +112,10 @@ def _one(a: str, b: str) -> list[float]:
             parts = _split_glued(w, their_set)
             if parts is not None:
                 glued.update((w, *parts))
+    letters = {w: Counter(w) for w in (*only_a, *only_b)}
     for mine, theirs in ((only_a, only_b), (only_b, only_a)):
         for w in mine:
-            if w in glued or _near_spelling(w, theirs):
+            if w in glued or _near_spelling(w, theirs, letters):
                 typo += 1
             else:
                 changed += 1
