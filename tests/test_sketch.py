@@ -236,9 +236,8 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
 
     plain = np.zeros((3, 10), dtype=np.uint32)  # all three agree on the plain signatures
     alt = np.arange(20, dtype=np.uint64).reshape(2, 10)  # two alternative rows that agree on no slot
-    # Pairs (0, 1) and (0, 2); alt_row maps a row to its alternative signature (-1: none).
-    for alt_row, linked in (([-1, -1, -1], 2), ([0, -1, 1], 1), ([0, 1, 1], 0), ([0, 0, 0], 2)):
-        c = Confirmation(plain, 8, alt, 8, np.array(alt_row, dtype=np.int64))
+    def link(c: Confirmation) -> np.ndarray:
+        """Pairs (0, 1) and (0, 2) through link_pairs; the counters."""
         parent = np.arange(3, dtype=np.int64)
         ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
         counters = np.zeros(4, np.int64)
@@ -246,6 +245,11 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
         link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
                    c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb, es, counters,
                    d.a, d.b, d.score, d.counters)
+        return counters
+
+    # alt_row maps a row to its alternative signature (-1: none).
+    for alt_row, linked in (([-1, -1, -1], 2), ([0, -1, 1], 1), ([0, 1, 1], 0), ([0, 0, 0], 2)):
+        counters = link(Confirmation(plain, 8, alt, 8, np.array(alt_row, dtype=np.int64)))
         assert counters[2] == linked, alt_row
     # Deferral: pairs with a marked row go to the buffer instead (when their estimate reaches the
     # share), however their slots agree; a full buffer decides them as usual.
@@ -255,13 +259,8 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
             ([True, False, False], 1.1, 4, 0, 0, 0)):
         c = Confirmation(plain, 8, plain, 8, np.full(3, -1, dtype=np.int64), np.array(defer_row), share,
                          Deferred.buffer(capacity))
-        parent = np.arange(3, dtype=np.int64)
-        ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
-        counters = np.zeros(4, np.int64)
+        counters = link(c)
         d = c.buffer
-        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
-                   c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb, es, counters,
-                   d.a, d.b, d.score, d.counters)
         assert (counters[2], d.count, d.overflow) == (linked, deferred, overflow), (defer_row, share, capacity)
         assert d.pairs()[0].tolist() == [0] * deferred
     with pytest.raises(ValueError, match="defer_row"):
