@@ -57,11 +57,7 @@ class MinHashLSHStage:
         self._chunks: list[np.ndarray] = []
         self._rows: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
-        self.deferred_ = Deferred.buffer(0)
-
-    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs this stage handed to the verifier: (a, b, MinHash estimate)."""
-        return self.deferred_.pairs()
+        self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
 
     @property
     def num_signed(self) -> int:

@@ -48,11 +48,7 @@ class SPHStage:
         self.encode_seconds_ = 0.0
         self.counters_ = np.zeros(4, dtype=np.int64)
         self.details_: dict[str, float | int | str] = {}
-        self.deferred_ = Deferred.buffer(0)
-
-    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs this stage handed to the verifier: (a, b, Jaccard estimate)."""
-        return self.deferred_.pairs()
+        self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
 
     def encode(self, texts: Sequence[str]) -> None:
         """Compute and keep the codes of ``texts`` (in the order MinHash signs them)."""

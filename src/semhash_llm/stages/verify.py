@@ -136,14 +136,12 @@ class VerifierStage:
         overflow = 0
         proposed = 0
         for name, stage in ctx.stages.items():
-            get = getattr(stage, "deferred_pairs", None)
-            if not callable(get):
+            buffer = getattr(stage, "deferred_", None)  # the Deferred buffer of a linking stage
+            if not isinstance(buffer, Deferred):
                 continue
-            a, b, _score = get()
+            a, b, _score = buffer.pairs()
             by_stage[name] = int(a.size)
-            buffer = getattr(stage, "deferred_", None)
-            if isinstance(buffer, Deferred):
-                overflow += buffer.overflow
+            overflow += buffer.overflow
             counters = getattr(stage, "counters_", None)
             if isinstance(counters, np.ndarray) and counters.size:
                 proposed += int(counters[0])
@@ -176,21 +174,11 @@ class VerifierStage:
             if ctx.read_texts is None:
                 raise RuntimeError("the verifier re-reads the texts of the pairs it checks, and this source cannot "
                                    "be read again; pass files (or run with --no-mgfn)")
-            docs = np.unique(np.concatenate([lo, hi]))
-            texts = ctx.read_texts(docs)
-            where = {int(d): k for k, d in enumerate(docs.tolist())}
-            from semhash_llm.verify.features import char_jaccard_indexed
-
-            keep = char_jaccard_indexed(texts, np.searchsorted(docs, lo), np.searchsorted(docs, hi)) >= cfg.screen
+            keep, mean, var, seconds_model = self._read_screen_predict(lo, hi, ctx.read_texts)
             screened = int(np.count_nonzero(~keep))
             lo, hi = lo[keep], hi[keep]
-            ta = [texts[where[int(x)]] for x in lo.tolist()]
-            tb = [texts[where[int(y)]] for y in hi.tolist()]
             verified = int(lo.size)
             if verified:
-                t0 = time.perf_counter()
-                mean, var = self._predict(ta, tb, lo, hi, texts, where)
-                seconds_model = time.perf_counter() - t0
                 near = np.abs(mean - self.threshold_) < cfg.uncertain_margin
                 uncertain = int(np.count_nonzero((var >= cfg.uncertain_variance) | near))
                 accepted = int(np.count_nonzero(mean >= self.threshold_))
@@ -226,30 +214,37 @@ class VerifierStage:
         """Whether the verifier accepts each pair ``(a[i], b[i])`` (global indices), by the same
         screen, model and threshold as :meth:`decide`, whatever the documents' lengths. The
         cover check asks it about removals that no accepted pair covers directly."""
-        from semhash_llm.verify.features import char_jaccard_indexed
-
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         out = np.zeros(a.size, dtype=np.bool_)
-        if a.size == 0:
-            return out
-        docs = np.unique(np.concatenate([a, b]))
-        texts = read_texts(docs)
-        ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
-        keep = char_jaccard_indexed(texts, ia, ib) >= self.config.screen
-        if keep.any():
-            where = {int(d): k for k, d in enumerate(docs.tolist())}
-            mean, _var = self._predict([texts[i] for i in ia[keep].tolist()], [texts[i] for i in ib[keep].tolist()],
-                                       a[keep], b[keep], texts, where)
+        if a.size:
+            keep, mean, _var, _seconds = self._read_screen_predict(a, b, read_texts)
             out[np.flatnonzero(keep)] = mean >= self.threshold_
         self.cover_pairs_ += int(a.size)
         self.cover_accepted_ += int(np.count_nonzero(out))
         return out
 
-    def _predict(self, ta: list[str], tb: list[str], lo: np.ndarray, hi: np.ndarray, texts: list[str],
-                 where: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """MC-dropout mean and variance of every pair: each document encoded once, then the pairs
-        in batches. Deterministic: the dropout masks come from a generator seeded per run."""
+    def _read_screen_predict(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Re-read the pairs' texts, screen them by character-trigram Jaccard and run the model on
+        those that pass: (pass mask over the pairs, MC mean and variance of the passing ones, the
+        model's seconds)."""
+        from semhash_llm.verify.features import char_jaccard_indexed
+
+        docs = np.unique(np.concatenate([a, b]))
+        texts = read_texts(docs)
+        ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
+        keep = char_jaccard_indexed(texts, ia, ib) >= self.config.screen
+        if not keep.any():
+            return keep, np.empty(0, np.float64), np.empty(0, np.float64), 0.0
+        t0 = time.perf_counter()
+        mean, var = self._predict(texts, ia[keep], ib[keep])
+        return keep, mean, var, time.perf_counter() - t0
+
+    def _predict(self, texts: list[str], ia: np.ndarray, ib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """MC-dropout mean and variance of every pair ``(texts[ia[i]], texts[ib[i]])``: each text
+        of a pair encoded once, then the pairs in batches. Deterministic: the dropout masks come
+        from a generator seeded per run."""
         import torch
 
         from semhash_llm.verify.features import pair_features
@@ -257,9 +252,10 @@ class VerifierStage:
 
         model = self.model_
         cfg = self.config
-        docs = sorted(set(lo.tolist()) | set(hi.tolist()))
-        slot = {d: k for k, d in enumerate(docs)}
-        doc_texts = [texts[where[d]] for d in docs]
+        used, inverse = np.unique(np.concatenate([ia, ib]), return_inverse=True)
+        doc_texts = [texts[i] for i in used.tolist()]
+        ta = [texts[i] for i in ia.tolist()]
+        tb = [texts[i] for i in ib.tolist()]
         student = self.student_
         fused_parts: list[torch.Tensor] = []
         with torch.no_grad():
@@ -268,18 +264,18 @@ class VerifierStage:
                 fused_parts.append(model.fuse(encode_texts(chunk, model.config, semantic=student.encode(chunk),
                                                            normalize=self.normalize)))
         fused = torch.cat(fused_parts)
-        ia = torch.tensor([slot[int(x)] for x in lo.tolist()], dtype=torch.long)
-        ib = torch.tensor([slot[int(y)] for y in hi.tolist()], dtype=torch.long)
+        slot_a = torch.from_numpy(inverse[: ia.size].astype(np.int64))
+        slot_b = torch.from_numpy(inverse[ia.size:].astype(np.int64))
         means: list[np.ndarray] = []
         variances: list[np.ndarray] = []
         state = torch.random.get_rng_state()
         torch.manual_seed(0)
         try:
-            for s in range(0, lo.size, cfg.batch_size):
+            for s in range(0, ia.size, cfg.batch_size):
                 feats = None
                 if model.config.pair_features:
                     feats = torch.from_numpy(pair_features(ta[s: s + cfg.batch_size], tb[s: s + cfg.batch_size]))
-                m, v = model.mc_predict_fused(fused[ia[s: s + cfg.batch_size]], fused[ib[s: s + cfg.batch_size]],
+                m, v = model.mc_predict_fused(fused[slot_a[s: s + cfg.batch_size]], fused[slot_b[s: s + cfg.batch_size]],
                                               passes=cfg.mc_passes, features=feats)
                 means.append(m.numpy())
                 variances.append(v.numpy())

@@ -126,7 +126,7 @@ class AWMinHashStage:
         self.docs_seen_ = 0
         self._empty: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
-        self.deferred_ = Deferred.buffer(0)
+        self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
         self.seconds_ = {"importance": 0.0, "signatures": 0.0}
 
     # ------------------------------------------------------------------ streaming
@@ -235,10 +235,6 @@ class AWMinHashStage:
         if len(self._empty) > 1:
             self._empty = [np.concatenate(self._empty)]
         return self._sigs[0], self._rows[0]
-
-    def deferred_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs this stage handed to the verifier: (a, b, weighted Jaccard estimate)."""
-        return self.deferred_.pairs()
 
     def confirmation(self, rows: np.ndarray, threshold: float) -> tuple[np.ndarray, int, np.ndarray] | None:
         """What another stage confirms its pairs on: these signatures, the slots that must agree
