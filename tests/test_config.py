@@ -19,6 +19,8 @@ def test_error_template_names_parameter_range_and_value() -> None:
         MinHashConfig(num_bands=10)
     with pytest.raises(ConfigError, match="priority_field"):
         SelectConfig(keep="priority")
+    with pytest.raises(ConfigError, match=r"'cover_containment' parameter of SelectConfig must be a float in \(0.0, 1.0\]"):
+        SelectConfig(cover_containment=0.0)
     with pytest.raises(ConfigError, match="an int"):
         MinHashConfig(num_perm=True)  # type: ignore[arg-type]
 

@@ -85,3 +85,46 @@ def test_an_exact_copy_of_a_covered_document_is_covered() -> None:
     edges = Edges(np.array([1, 0]), np.array([0, 2]), np.array([1.0, 0.9], np.float32), np.array([0, 6], np.uint8))
     covers = _cover_fn({}, edges, 4, PipelineConfig())
     assert covers(np.array([0, 1, 3]), np.array([2, 2, 2])).tolist() == [True, True, False]
+
+
+def test_weighted_containment_bound() -> None:
+    from semhash_llm.cascade import weighted_containment
+
+    # d (mass 1) inside k (mass 3): J = 1/3, containment 1; the bound lies below it and rises with slots.
+    j = np.array([1 / 3, 1 / 3, 0.0, 1.0])
+    low = weighted_containment(j, np.array([1.0, 1.0, 1.0, 0.0]), np.array([3.0, 3.0, 3.0, 1.0]), 128)
+    high = weighted_containment(j[:1], np.array([1.0]), np.array([3.0]), 100_000)
+    assert 0.7 < low[0] < 1.0 and abs(high[0] - 1.0) < 0.02
+    assert low[2] == 0.0 and low[3] == 0.0  # nothing shared; a document without weight
+
+
+def _chrome_chain() -> list[dict[str, str]]:
+    """One article in three wrappers: ``light`` (4 chrome lines of its own), ``mid`` (16 lines) and
+    ``heavy`` (mid's 16 lines and 30 more: the longest, the survivor), linked light-mid-heavy;
+    ``other``: another article in mid's chrome."""
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(20000)]
+
+    def lines(k: int, words: int) -> str:
+        return "\n".join(" ".join(vocab[j] for j in rng.integers(0, 20000, words)) for _ in range(k))
+
+    article = lines(12, 25)
+    light, mid, extra = lines(4, 9), lines(16, 9), lines(30, 9)
+    other = lines(12, 25)
+    return [{"id": "light", "text": light + "\n" + article}, {"id": "mid", "text": mid + "\n" + article},
+            {"id": "heavy", "text": mid + "\n" + article + "\n" + extra}, {"id": "other", "text": mid + "\n" + other}]
+
+
+def test_an_article_in_light_chrome_is_covered_by_its_copy_in_heavy_chrome() -> None:
+    """Their Jaccard is low (heavy chrome dilutes it), but the survivor holds the light copy's
+    weighted content: with ``cover_containment`` it goes; with the test off (1.0) it stays. The
+    same chrome around another article is never covered."""
+    records = _chrome_chain()
+    base = {"passages": {"enabled": False}, "sph": {"enabled": False}, "verifier": {"enabled": False}}
+    out = {}
+    for cc in (1.0, 0.75):
+        res = deduplicate(records, PipelineConfig.from_dict({**base, "select": {"cover_containment": cc}}))
+        out[cc] = {r["id"]: (r["action"], r["duplicate_of"]) for r in res.documents.to_pylist()}
+    assert out[1.0]["light"] == ("keep", None) and out[1.0]["mid"] == ("remove", "heavy")
+    assert out[0.75]["light"] == ("remove", "heavy") and out[0.75]["mid"] == ("remove", "heavy")
+    assert out[0.75]["other"] == ("keep", None) and out[0.75]["heavy"] == ("keep", None)

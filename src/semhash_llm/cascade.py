@@ -412,9 +412,12 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
     when a stage accepted the pair itself (or a pair of their exact copies), when they are exact copies, when their MinHash (or,
     both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
-    stages, or when a chain of containment edges leads from the document to the keeper. Exact
+    stages, when the document's weighted content is held by the keeper (:func:`weighted_containment`
+    of their AW-MinHash signatures at least ``SelectConfig.cover_containment``), or when a chain
+    of containment edges leads from the document to the keeper. Exact
     copies that Bloom claimed (no signatures of their own) stand for the copy they equal."""
-    sig_rows: list[tuple[np.ndarray, np.ndarray]] = []  # (signatures, row of each document or -1)
+    # (signatures, row of each document or -1, each row's total weight for containment or None)
+    sig_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     floors: list[float] = []
     for name, floor in (("lsh", cfg.minhash.threshold), ("aw", cfg.aw.threshold)):
         stage = stages.get(name)
@@ -424,7 +427,8 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         sigs, rows = signatures()
         where = np.full(n, -1, dtype=np.int64)
         where[rows] = np.arange(rows.size, dtype=np.int64)
-        sig_rows.append((sigs, where))
+        contain = isinstance(stage, AWMinHashStage) and cfg.select.cover_containment < 1.0
+        sig_rows.append((sigs, where, stage.masses() if isinstance(stage, AWMinHashStage) and contain else None))
         floors.append(floor)
     if "sph" in stages:
         floors.append(cfg.sph.min_jaccard)
@@ -466,12 +470,15 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     def covers(docs: np.ndarray, keepers: np.ndarray) -> np.ndarray:
         rd, rk = reps[docs], reps[keepers]
         ok = (rd == rk) | np.isin(rd.astype(np.int64) * n + rk, linked)
-        for sigs, where in sig_rows:
+        for sigs, where, mass in sig_rows:
             wd, wk = where[rd], where[rk]
             both = (wd >= 0) & (wk >= 0) & ~ok
             if both.any():
                 same = (sigs[wd[both]] == sigs[wk[both]]).mean(axis=1)
                 ok[np.flatnonzero(both)[same >= floor - 1e-9]] = True
+                if mass is not None:
+                    held = weighted_containment(same, mass[wd[both]], mass[wk[both]], sigs.shape[1])
+                    ok[np.flatnonzero(both)[held >= cfg.select.cover_containment]] = True
         for i in np.flatnonzero(~ok).tolist():
             d, k = int(docs[i]), int(keepers[i])
             ok[i] = contained_in(d, k) or contained_in(int(rd[i]), int(rk[i]))
@@ -486,6 +493,21 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         return ok
 
     return covers
+
+
+def weighted_containment(jaccard: np.ndarray, mass_doc: np.ndarray, mass_keeper: np.ndarray,
+                         slots: int) -> np.ndarray:
+    """A lower bound on the share of a document's weight that another holds, from their weighted
+    Jaccard estimate over ``slots`` signature slots: with ``sum(min) = J (m_d + m_k) / (1 + J)``,
+    the containment ``sum(min) / m_d``, taken at ``J`` less two binomial standard errors (a small
+    document against a large one multiplies the estimate's error by their mass ratio)."""
+    j = np.asarray(jaccard, dtype=np.float64)
+    low = np.clip(j - 2.0 * np.sqrt(j * (1.0 - j) / slots), 0.0, 1.0)
+    md = np.asarray(mass_doc, dtype=np.float64)
+    total = md + np.asarray(mass_keeper, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        held = np.where(md > 0, low / (1.0 + low) * total / md, 0.0)
+    return np.clip(held, 0.0, 1.0)
 
 
 def _reason_counts(reasons: dict[int, str]) -> dict[str, int]:

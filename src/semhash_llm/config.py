@@ -474,7 +474,11 @@ class SelectConfig:
     ``cover_check`` (on by default): a document is removed only when its survivor covers it
     directly — a pair a stage accepted, an exact copy, a (weighted) Jaccard estimate of the two
     at least the lowest floor of the enabled lexical stages, a containment chain from it to
-    the survivor, or, with the verifier on, the verifier's reading of the two texts. The others are not removed through a chain of pairwise links: they are
+    the survivor, its weighted content held by the survivor (the AW-MinHash containment estimate
+    of the document in the survivor, less two standard errors, at least ``cover_containment``: a
+    copy of an article in light chrome is covered by the same article in heavy chrome, which
+    their Jaccard alone does not show; 0.75 is the share the passage stage asks of a contained
+    document; 1.0 turns this test off), or, with the verifier on, the verifier's reading of the two texts. The others are not removed through a chain of pairwise links: they are
     re-clustered among themselves (over their own edges), and so on, until every removal is
     covered. Chains of pairwise links otherwise merge distinct documents (two articles in one
     huge site template, each linked to a copy of itself) and keep one of them: a lost
@@ -485,10 +489,12 @@ class SelectConfig:
     priority_field: str | None = None
     priority_order: Literal["desc", "asc"] = "desc"
     cover_check: bool = True
+    cover_containment: float = 0.75
 
     def __post_init__(self) -> None:
         _check_choice("SelectConfig", "keep", self.keep, ("first", "longest", "priority"))
         _check_bool("SelectConfig", "cover_check", self.cover_check)
+        _check_float("SelectConfig", "cover_containment", self.cover_containment, 0.0, 1.0, lo_open=True)
         _check_str("SelectConfig", "priority_field", self.priority_field, allow_none=True)
         _check_choice("SelectConfig", "priority_order", self.priority_order, ("desc", "asc"))
         if self.keep == "priority" and self.priority_field is None:

@@ -125,6 +125,7 @@ class AWMinHashStage:
         self._focus: list[np.ndarray] = []
         self.docs_seen_ = 0
         self._empty: list[np.ndarray] = []
+        self._mass: list[np.ndarray] = []  # each document's total shingle weight (containment estimates)
         self.counters_ = np.zeros(4, dtype=np.int64)
         self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
         self.seconds_ = {"importance": 0.0, "signatures": 0.0}
@@ -209,6 +210,9 @@ class AWMinHashStage:
         folded[:] = full
         self._sigs.append(folded)
         self._focus.append(effective_share(offsets, weights))
+        per_doc = np.diff(offsets)
+        self._mass.append(np.bincount(np.repeat(np.arange(per_doc.size), per_doc), weights=weights,
+                                      minlength=per_doc.size))
         self._rows.append(index)
         self.seconds_["signatures"] += time.perf_counter() - t0
 
@@ -232,9 +236,16 @@ class AWMinHashStage:
             self._sigs = [sigs]
             self._rows = [np.concatenate(self._rows)]
             self._focus = [np.concatenate(self._focus)]
+            self._mass = [np.concatenate(self._mass)]
         if len(self._empty) > 1:
             self._empty = [np.concatenate(self._empty)]
         return self._sigs[0], self._rows[0]
+
+    def masses(self) -> np.ndarray:
+        """Each signature row's total shingle weight (rows as :meth:`signatures`), for containment
+        estimates: with weighted Jaccard ``J``, ``sum(min) = J (m_a + m_b) / (1 + J)``."""
+        self.signatures()
+        return self._mass[0] if self._mass else np.empty(0, np.float64)
 
     def confirmation(self, rows: np.ndarray, threshold: float) -> tuple[np.ndarray, int, np.ndarray] | None:
         """What another stage confirms its pairs on: these signatures, the slots that must agree
