@@ -11,4 +11,11 @@ fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install -q --upgrade pip 2>/dev/null || true
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[dev,ml]"
+# Extras: SEMHASH_LLM_EXTRAS (default dev,ml); the test script adds llm (the judge's llama.cpp,
+# compiled once with -DGGML_NATIVE=OFF: a portable build, and the one whose CPU code paths ran here).
+EXTRAS="${SEMHASH_LLM_EXTRAS:-dev,ml}"
+case ",$EXTRAS," in
+  *,llm,*) .venv/bin/python -c "import llama_cpp" 2>/dev/null || \
+      CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/python -m pip install -q "llama-cpp-python[server]>=0.3.20,<0.4" ;;
+esac
+.venv/bin/python -m pip install -q -e ".[$EXTRAS]"

@@ -10,8 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from semhash_llm import PipelineConfig, deduplicate  # noqa: E402
-from semhash_llm.verify.features import NUM_PAIR_FEATURES  # noqa: E402
-from semhash_llm.verify.mgfn import MGFN, MGFNConfig, load_mgfn, save_mgfn  # noqa: E402
+from semhash_llm.verify.mgfn import load_mgfn, save_mgfn  # noqa: E402
 
 pytestmark = pytest.mark.ml
 
@@ -22,20 +21,6 @@ RECORDS = [
     {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
     {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An untrained small MGFN (its probabilities lie strictly inside (0, 1))."""
-    from semhash_llm.sph.student import load_student
-
-    torch.manual_seed(0)
-    config = MGFNConfig(max_chars=128, char_dim=8, char_channels=8, kernel_sizes=(3,), max_tokens=32,
-                        token_buckets=256, token_dim=8, lstm_hidden=8, semantic_dim=load_student().dim, hidden=16,
-                        projection=8, pair_features=NUM_PAIR_FEATURES)
-    path = tmp_path_factory.mktemp("verifier") / "verifier.pt"
-    save_mgfn(MGFN(config), path, extra={"screen": 0.3})
-    return path
 
 
 def _run(model: Path, **verifier: object) -> tuple[dict[str, dict], dict]:

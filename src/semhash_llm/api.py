@@ -41,6 +41,9 @@ class DedupResult:
     report: dict[str, Any]
     records: list[dict[str, Any]] | None = None
     output_dir: Path | None = None
+    pair_logs: dict[str, pa.Table] = field(default_factory=dict)
+    """Per-pair records by stage (``judge``: every pair the verifier referred to it, with both
+    probabilities, the fused one and the outcome); written as ``<stage>_pairs.parquet``."""
     _actions: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -213,12 +216,15 @@ class Deduplicator:
                                           if report["seconds"] > 0 else None)
         report["outputs"] = {"documents": "documents.parquet",
                              "kept": kept_path.name if kept_path else None, "kept_rows": kept_rows}
+        for name, pairs in state.pair_logs.items():
+            write_documents(out / f"{name}_pairs.parquet", pairs, cfg.output.compression_level)
+            report["outputs"][f"{name}_pairs"] = f"{name}_pairs.parquet"
         write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
                                          "semhash_llm_version": __version__})
         write_json(out / "report.json", report)
         logger.info("deduplicated %d documents in %.1fs: %s", state.num_documents, report["seconds"],
                     report["summary"])
-        return DedupResult(documents=table, report=report, output_dir=out)
+        return DedupResult(documents=table, report=report, output_dir=out, pair_logs=state.pair_logs)
 
     def deduplicate(self, records: Iterable[Mapping[str, Any] | str]) -> DedupResult:
         """Deduplicate records held in memory (mappings with the text field, or strings)."""
@@ -231,7 +237,8 @@ class Deduplicator:
         if cuts:  # kept records carry their text without the viral fragments, as kept.parquet does
             items = [{**r, field: remove_spans(str(r[field]), cuts[i])} if i in cuts else r
                      for i, r in enumerate(items)]
-        return DedupResult(documents=state.documents_table(), report=report, records=items)
+        return DedupResult(documents=state.documents_table(), report=report, records=items,
+                           pair_logs=state.pair_logs)
 
 
 def deduplicate(

@@ -114,6 +114,8 @@ class CascadeState:
     funnel: list[StageStats]
     source_names: list[str]
     seconds: float
+    pair_logs: dict[str, pa.Table] = field(default_factory=dict)
+    """Per-pair records of stages that keep them (the judge: every pair it was referred), by stage name."""
 
     @property
     def num_documents(self) -> int:
@@ -194,6 +196,11 @@ class StageInfo:
     section: str
     summary: str
     build: Callable[[PipelineConfig], Stage]
+    active: Callable[[PipelineConfig], bool] | None = None
+    """Whether it runs (default: its section's ``enabled``)."""
+
+    def runs(self, config: PipelineConfig) -> bool:
+        return self.active(config) if self.active is not None else bool(getattr(config, self.section).enabled)
 
 
 STAGES: tuple[StageInfo, ...] = (
@@ -212,6 +219,10 @@ STAGES: tuple[StageInfo, ...] = (
     StageInfo("mgfn", "verifier", "the neural verifier: pairs with a short document, deferred by the linking "
               "stages, re-read and decided by MGFN (character, token and semantic levels, alignment features, Monte "
               "Carlo dropout) after a character-trigram screen", lambda cfg: VerifierStage(cfg.verifier, cfg.normalize)),
+    StageInfo("judge", "judge", "the LLM judge: the verifier's uncertain pairs, least confident first within a "
+              "budget, read by an instruction-tuned model (local GGUF or an OpenAI-compatible server) and fused with "
+              "the verifier by confidence; verdicts cached in SQLite (off by default: --judge local|openai)",
+              lambda cfg: _judge_stage(cfg), active=lambda cfg: cfg.judge.active),
     StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
               "(a passage in many documents is cut from all but one)",
               lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
@@ -221,7 +232,13 @@ STAGES: tuple[StageInfo, ...] = (
 
 def configured_stages(config: PipelineConfig) -> list[Stage]:
     """The enabled stages of ``config``, in cascade order, built once (models load here)."""
-    return [info.build(config) for info in STAGES if getattr(config, info.section).enabled]
+    return [info.build(config) for info in STAGES if info.runs(config)]
+
+
+def _judge_stage(config: PipelineConfig) -> Stage:
+    from semhash_llm.stages.judge import JudgeStage
+
+    return JudgeStage(config.judge)
 
 
 class Cascade:
@@ -356,11 +373,17 @@ class Cascade:
                 st_select.details["cover_check_pairs_verifier_accepted"] = ver.cover_accepted_
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
+        pair_logs: dict[str, pa.Table] = {}
+        for logged in stages:
+            log = getattr(logged, "pair_log", None)
+            if callable(log):
+                pair_logs[logged.name] = _pair_table(log(), ids)
         funnel = [read, *(rows[st.name] for st in stages), st_select]
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection, fragments=fragments,
             funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
+            pair_logs=pair_logs,
         )
 
     def _refeature(self, source: Source, stages: Sequence[Stage], docs: np.ndarray, file_index: np.ndarray,
@@ -405,6 +428,18 @@ class Cascade:
         order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
         index = np.asarray(got_docs, dtype=np.int64)[order]
         return index, [got_texts[k] for k in order.tolist()]
+
+
+def _pair_table(log: dict[str, np.ndarray], ids: pa.Array) -> pa.Table:
+    """A stage's per-pair record as a table: its global indices ``a``, ``b`` become ``id_a``, ``id_b``."""
+    a = np.asarray(log.get("a", np.empty(0, np.int64)), dtype=np.int64)
+    b = np.asarray(log.get("b", np.empty(0, np.int64)), dtype=np.int64)
+    columns: dict[str, Any] = {"id_a": ids.take(pa.array(a)), "id_b": ids.take(pa.array(b))}
+    for name, values in log.items():
+        if name not in ("a", "b"):
+            columns[name] = pa.array(np.asarray(values).tolist() if np.asarray(values).dtype.kind in "OU"
+                                     else np.asarray(values))
+    return pa.table(columns)
 
 
 def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig,

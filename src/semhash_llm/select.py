@@ -29,6 +29,7 @@ EDGE_KINDS: dict[int, tuple[str, str]] = {
     4: ("near_duplicate", "passages"),
     5: ("near_duplicate", "aw"),
     6: ("near_duplicate", "verifier"),
+    7: ("near_duplicate", "judge"),
 }
 
 

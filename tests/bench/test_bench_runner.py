@@ -86,13 +86,17 @@ def test_ablation_rows_never_pose_as_results() -> None:
     assert [s.name for s in built] == ["semhash-llm −SPH −passages", "semhash-llm −SPH −AW-MinHash",
                                        "semhash-llm −SPH −MGFN"]  # the others
     for s in specs[6:]:
-        assert s.run is not None or "not built yet" in s.notes
+        assert s.run is not None or "not built yet" in s.notes or "the judge is off" in s.notes
     assert len(specs) == 6 + len(ABLATIONS) - 1  # the row turned off by --no-sph is not repeated
-    # Without switches the full system runs and each built component gets its ablation row.
+    # Without switches the full system runs and each built component gets its ablation row; the
+    # judge's only when a backend is given (it is off by default).
     full = build_registry({}, ablations=True)
-    assert full[5].name == "semhash-llm" and full[5].run is not None
+    assert full[5].name == "semhash-llm" and full[5].run is not None and "LLM judge off" in full[5].notes
     assert [s.name for s in full[6:] if s.run is not None] == ["semhash-llm −SPH", "semhash-llm −passages",
                                                                "semhash-llm −AW-MinHash", "semhash-llm −MGFN"]
+    judged = build_registry({}, ablations=True, judge={"backend": "local"})
+    assert judged[5].name == "semhash-llm +judge (local)" and "LLM judge on" in judged[5].notes
+    assert judged[-1].name == "semhash-llm +judge (local) −LLM judge" and judged[-1].run is not None
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -74,6 +75,10 @@ class SharedContext:
     switches: dict[str, bool] = field(default_factory=dict)
     teacher_precision: str = "auto"
     keep: bl.KeepPolicy = "longest"
+    judge: dict[str, object] = field(default_factory=dict)
+    """``[judge]`` settings for the SemHash-LLM rows (``--judge local`` ...); empty: no judge."""
+    last_report: dict[str, Any] | None = None
+    last_pair_logs: dict[str, pa.Table] = field(default_factory=dict)
     _teacher: bl.TeacherEmbeddings | None = None
 
     def teacher(self) -> bl.TeacherEmbeddings:
@@ -104,6 +109,7 @@ class BenchRow:
     peak_rss_delta_mib: float | None
     notes: str
     decisions_path: str | None = None
+    judge: dict[str, Any] | None = None
 
 
 @dataclass
@@ -156,13 +162,17 @@ def default_keep() -> bl.KeepPolicy:
     return keep if keep in bl.KEEP_POLICIES else "first"  # type: ignore[return-value]
 
 
-def _semhash_llm_config(off: dict[str, bool], keep: str | None = None) -> tuple[object, list[str], list[str]]:
-    """PipelineConfig with the requested components off; (config, applied labels, not-built labels)."""
+def _semhash_llm_config(off: dict[str, bool], keep: str | None = None,
+                        judge: dict[str, object] | None = None) -> tuple[object, list[str], list[str]]:
+    """PipelineConfig with the requested components off (and the judge's settings); (config,
+    applied labels, not-built labels)."""
     from semhash_llm import PipelineConfig
 
     cfg = PipelineConfig()
     sections = {f.name for f in dataclasses.fields(cfg)}
     overrides: dict[str, dict[str, object]] = {} if keep is None else {"select": {"keep": keep}}
+    if judge:
+        overrides["judge"] = dict(judge)
     applied: list[str] = []
     missing: list[str] = []
     for key, disabled in off.items():
@@ -173,7 +183,7 @@ def _semhash_llm_config(off: dict[str, bool], keep: str | None = None) -> tuple[
         if section is None or not hasattr(getattr(cfg, section), "enabled"):
             missing.append(label)
             continue
-        overrides[section] = {"enabled": False}
+        overrides[section] = {**overrides.get(section, {}), "enabled": False}
         applied.append(label)
     return cfg.with_overrides(overrides, source="bench switches"), applied, missing
 
@@ -191,15 +201,18 @@ def _semhash_llm_system(off: dict[str, bool]) -> SystemFn:
     def run(corpus: bl.Corpus, ctx: SharedContext) -> pa.Table:
         from semhash_llm import deduplicate
 
-        cfg, _, _ = _semhash_llm_config(off, ctx.keep)
+        cfg, _, _ = _semhash_llm_config(off, ctx.keep, ctx.judge)
         result = deduplicate(corpus.records, cfg)  # type: ignore[arg-type]
+        ctx.last_report, ctx.last_pair_logs = result.report, result.pair_logs
         return result.documents
 
     return run
 
 
-def build_registry(switches: dict[str, bool], ablations: bool) -> list[SystemSpec]:
-    """Every system of the table, in order: baselines, SemHash-LLM, its single-component ablations."""
+def build_registry(switches: dict[str, bool], ablations: bool, judge: dict[str, object] | None = None
+                   ) -> list[SystemSpec]:
+    """Every system of the table, in order: baselines, SemHash-LLM, its single-component ablations.
+    The LLM judge runs only when ``judge`` names a backend (``--judge local|openai``)."""
     specs = [
         SystemSpec("exact-hash", lambda c, ctx: bl.exact_hash(c, ctx.keep), notes="identical text"),
         SystemSpec(
@@ -233,11 +246,16 @@ def build_registry(switches: dict[str, bool], ablations: bool) -> list[SystemSpe
     except ImportError as exc:
         available, why = False, f"import failed: {exc}"
     built = _built_components()
+    judge_on = bool(judge) and judge.get("backend", "none") != "none"  # type: ignore[union-attr]
+    if not judge_on:
+        switches = {**switches, "judge": True}
     if not available:
         specs.append(SystemSpec("semhash-llm", None, notes=f"not run: {why}"))
         return specs
     _, applied, missing = _semhash_llm_config(switches)
-    label = "semhash-llm" + "".join(f" −{a}" for a in applied)
+    label = "semhash-llm" + "".join(f" −{a}" for a in applied if a != ABLATIONS["judge"][0] or judge_on)
+    if judge_on:
+        label += f" +judge ({judge.get('backend')})"  # type: ignore[union-attr]
     comps = ", ".join(f"{ABLATIONS[k][0]} {'on' if built[k] and not switches.get(k) else 'off' if built[k] else 'not built yet'}"
                       for k in ABLATIONS)
     note = f"components: {comps}"
@@ -246,6 +264,10 @@ def build_registry(switches: dict[str, bool], ablations: bool) -> list[SystemSpe
     specs.append(SystemSpec(label, _semhash_llm_system(switches), notes=note))
     if ablations:
         for key, (comp, _) in ABLATIONS.items():
+            if key == "judge" and not judge_on:
+                specs.append(SystemSpec(f"{label} −{comp}", None,
+                                        notes="ablation not run: the judge is off (bench --judge local|openai)"))
+                continue
             if switches.get(key):
                 continue
             if built[key]:
@@ -300,6 +322,7 @@ def run_bench(
     ablations: bool = True,
     teacher_precision: str = "auto",
     keep: bl.KeepPolicy | None = None,
+    judge: dict[str, object] | None = None,
 ) -> BenchResult:
     """Generate the corpus, run the selected systems, score them; write decisions under ``out_dir``.
 
@@ -312,8 +335,8 @@ def run_bench(
     truth: GroundTruth = bench.truth
     corpus = bl.Corpus([str(r["id"]) for r in bench.records], [str(r["text"]) for r in bench.records],
                        truth.corpus_sha256)
-    ctx = SharedContext(corpus, out_dir / "cache", switches, teacher_precision, keep)
-    specs = build_registry(switches, ablations)
+    ctx = SharedContext(corpus, out_dir / "cache", switches, teacher_precision, keep, dict(judge or {}))
+    specs = build_registry(switches, ablations, judge)
     if systems:
         wanted = [s.strip().lower() for s in systems if s.strip()]
         unknown = [w for w in wanted if not any(sp.name.lower().startswith(w) for sp in specs)]
@@ -345,12 +368,14 @@ def run_bench(
             continue
         gc.collect()
         logger.info("running %s", sp.name)
+        ctx.last_report, ctx.last_pair_logs = None, {}
         try:
             with _RssSampler() as mem:
                 t0 = time.perf_counter()
                 table = sp.run(corpus, ctx)
                 secs = time.perf_counter() - t0
             result = score(table, truth)
+            judge_info = judge_summary(ctx.last_report, ctx.last_pair_logs.get("judge"), truth)
         except Exception as exc:
             logger.exception("system %s failed", sp.name)
             rows.append(BenchRow(sp.name, None, None, None, None, f"failed: {type(exc).__name__}: {exc}"[:300]))
@@ -360,9 +385,54 @@ def run_bench(
         pq.write_table(table, decisions_path)
         total = secs + (float(teacher_info["seconds"]) if sp.uses_teacher and teacher_info else 0.0)  # type: ignore[arg-type]
         rows.append(BenchRow(sp.name, result, secs, len(corpus) / total if total > 0 else None, mem.delta_mib,
-                             sp.notes, str(decisions_path)))
+                             sp.notes, str(decisions_path), judge_info))
         logger.info("%s: composite %.1f, FDR %.4f, %.1f s", sp.name, result.composite, result.fdr, secs)
     return BenchResult(size, seed, keep, str(data_dir), str(out_dir), len(corpus), truth.counts(), teacher_info, rows)
+
+
+def judge_summary(report: dict[str, Any] | None, pairs: pa.Table | None, truth: GroundTruth) -> dict[str, Any] | None:
+    """What the judge did in one run, against the truth: pairs judged and their share, seconds
+    per call, and each flip (the judge's fused decision against the verifier's own) right or
+    wrong. A pair is a duplicate when its documents share an A–C group or one contains the
+    other (type D); any other pair is distinct (semantic paraphrase pairs are counted apart)."""
+    if report is None or pairs is None:
+        return None
+    row = next((r for r in report.get("funnel", []) if r.get("stage") == "judge"), None)
+    if row is None:
+        return None
+    group = {m: g.group_id for g in truth.groups for m in g.members}
+    contained = {frozenset((c.child, c.parent)) for c in truth.containments}
+    semantic = {frozenset(p) for p in truth.semantic_pairs}
+
+    def truly(x: str, y: str) -> str:
+        if (group.get(x) is not None and group.get(x) == group.get(y)) or frozenset((x, y)) in contained:
+            return "duplicate"
+        return "semantic" if frozenset((x, y)) in semantic else "distinct"
+
+    flips = {"to_duplicate": {"right": 0, "wrong": 0, "semantic": 0},
+             "to_distinct": {"right": 0, "wrong": 0, "semantic": 0}}
+    judged_right = judged = 0
+    for r in pairs.to_pylist():
+        if r["outcome"] not in ("judged", "cached"):
+            continue
+        judged += 1
+        t = truly(str(r["id_a"]), str(r["id_b"]))
+        judged_right += int(t != "semantic" and bool(r["linked"]) == (t == "duplicate"))
+        if bool(r["linked"]) == bool(r["automatic"]):
+            continue
+        side = flips["to_duplicate" if r["linked"] else "to_distinct"]
+        if t == "semantic":
+            side["semantic"] += 1
+        else:
+            side["right" if (t == "duplicate") == bool(r["linked"]) else "wrong"] += 1
+    d = row.get("details", {})
+    return {"pairs_referred": d.get("pairs_referred"), "pairs_judged": d.get("pairs_judged"),
+            "calls": d.get("calls"), "from_cache": d.get("pairs_from_cache"), "failures": d.get("failures"),
+            "share_of_candidates_judged": d.get("share_of_candidates_judged"),
+            "seconds_per_call": d.get("seconds_per_call"), "stage_seconds": row.get("seconds"),
+            "model": d.get("model"), "prompt_version": d.get("prompt_version"), "mode": d.get("mode"),
+            "calibration": d.get("calibration"), "flips": flips,
+            "judged_pairs_decided_right": judged_right, "judged_pairs": judged}
 
 
 # ---- output ----------------------------------------------------------------------------------------------
@@ -409,6 +479,21 @@ def format_markdown(res: BenchResult) -> str:
         for r in scored:
             fd = r.score.fdr_by_family  # type: ignore[union-attr]
             out.append(f"| {r.system} | " + " | ".join(_pct(fd.get(f), 2) for f in fams) + " |")
+    for r in res.rows:
+        j = r.judge
+        if not j:
+            continue
+        f = j["flips"]
+        out.append("")
+        out.append(
+            f"LLM judge in `{r.system}` ({j['model']}, prompt {j['prompt_version']}, {j['mode']}): "
+            f"{j['pairs_judged']} of {j['pairs_referred']} uncertain pairs judged "
+            f"({100 * float(j['share_of_candidates_judged'] or 0):.2f}% of the candidate pairs; {j['calls']} calls, "
+            f"{j['from_cache']} from the cache, failures {j['failures'] or 'none'}), {j['seconds_per_call']} s a call; "
+            f"flipped to duplicate {f['to_duplicate']['right']} right / {f['to_duplicate']['wrong']} wrong, "
+            f"to distinct {f['to_distinct']['right']} right / {f['to_distinct']['wrong']} wrong "
+            f"(paraphrase pairs: {f['to_duplicate']['semantic']} / {f['to_distinct']['semantic']}); "
+            f"{j['judged_pairs_decided_right']} of {j['judged_pairs']} judged pairs decided right.")
     out.append("")
     w = ", ".join(f"{k} {v}" for k, v in WEIGHTS.items())
     out.append(
@@ -457,6 +542,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder for the corpus, truth, decisions, embedding cache and bench.json "
                              "(default: ~/.cache/semhash-llm/bench/SIZE-seedSEED)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this path")
+    parser.add_argument("--judge", choices=("none", "local", "openai"), default="none",
+                        help="run the SemHash-LLM rows with this LLM judge (and add the −LLM judge row)")
+    parser.add_argument("--judge-model", default=None, help="GGUF file (local) or model name (openai)")
+    parser.add_argument("--judge-url", default=None, help="OpenAI-compatible base URL (openai)")
+    parser.add_argument("--judge-max-fraction", type=float, default=None, help="most pairs judged, share of candidates")
+    parser.add_argument("--judge-cache", default=None, help="SQLite verdict cache (default: the user cache)")
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
@@ -473,9 +564,16 @@ def run_bench_command(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     switches = {k: bool(getattr(args, f"no_{k}", False)) for k in ABLATIONS}
     systems = args.systems.split(",") if args.systems else None
+    judge: dict[str, object] = {}
+    if args.judge != "none":
+        judge = {"backend": args.judge}
+        for key, value in (("model", args.judge_model), ("url", args.judge_url),
+                           ("max_fraction", args.judge_max_fraction), ("cache", args.judge_cache)):
+            if value is not None:
+                judge[key] = value
     try:
         res = run_bench(Path(data), args.size, args.seed, out, systems, switches, args.ablations == "all",
-                        args.teacher_precision, args.keep)
+                        args.teacher_precision, args.keep, judge)
     except (DataError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

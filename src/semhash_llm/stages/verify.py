@@ -22,7 +22,8 @@ After the linking stages, this stage:
 5. accepts (links) the pairs whose mean reaches the threshold (``VerifierConfig.threshold``, or
    by default the one stored with the weights), in a fixed order, and counts as
    *uncertain* those whose variance reaches ``uncertain_variance`` or whose mean lies within
-   ``uncertain_margin`` of the threshold (the LLM judge's input, next issue).
+   ``uncertain_margin`` of the threshold: when the LLM judge runs (stage ``judge``) these are
+   not linked here but handed to it (:class:`Referred`), and it decides them.
 
 ``report.json`` (this stage's funnel row) gives the pairs deferred by each stage, screened,
 verified, accepted and uncertain, the share of all candidate pairs and of all pairs the
@@ -34,6 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +45,7 @@ from semhash_llm.sketch.lsh import Deferred
 from semhash_llm.sketch.unionfind import cluster_roots, uf_find, uf_union
 from semhash_llm.stages.base import DecideContext, Decision, Deferral, Edges, StreamBatch
 
-__all__ = ["VerifierStage", "VERIFIED_EDGE_KIND", "shipped_verifier_path"]
+__all__ = ["VerifierStage", "VERIFIED_EDGE_KIND", "Referred", "shipped_verifier_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,33 @@ def shipped_verifier_path() -> str:
     from importlib.resources import files
 
     return str(files("semhash_llm") / "assets" / "verifier" / "verifier.pt")
+
+
+@dataclass
+class Referred:
+    """The verifier's uncertain pairs, handed to the LLM judge: global indices, the Monte Carlo
+    mean and variance of each, the verifier's threshold and the candidate pairs of the linking
+    stages (the judge's budget is a share of them)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    threshold: float
+    candidate_pairs: int
+
+    @classmethod
+    def empty(cls, threshold: float = 0.5) -> Referred:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64),
+                   threshold, 0)
+
+    def __len__(self) -> int:
+        return int(self.a.size)
+
+
+def _judge_follows(ctx: DecideContext) -> bool:
+    """Whether a stage that adjudicates uncertain pairs (the judge) runs after the verifier."""
+    return any(callable(getattr(stage, "adjudicate", None)) for stage in ctx.stages.values())
 
 
 class VerifierStage:
@@ -93,6 +122,7 @@ class VerifierStage:
         self.details_: dict[str, Any] = {}
         self.cover_pairs_ = 0
         self.cover_accepted_ = 0
+        self.referred_ = Referred.empty(self.threshold_)
 
     # ------------------------------------------------------------------ streaming
 
@@ -130,6 +160,7 @@ class VerifierStage:
         """Verify the deferred pairs; link the accepted ones."""
         t_start = time.perf_counter()
         cfg = self.config
+        self.referred_ = Referred.empty(self.threshold_)
         parts_a: list[np.ndarray] = []
         parts_b: list[np.ndarray] = []
         by_stage: dict[str, int] = {}
@@ -180,9 +211,19 @@ class VerifierStage:
             verified = int(lo.size)
             if verified:
                 near = np.abs(mean - self.threshold_) < cfg.uncertain_margin
-                uncertain = int(np.count_nonzero((var >= cfg.uncertain_variance) | near))
+                unsure = (var >= cfg.uncertain_variance) | near
+                uncertain = int(np.count_nonzero(unsure))
                 accepted = int(np.count_nonzero(mean >= self.threshold_))
-                for x, y, p in zip(lo.tolist(), hi.tolist(), mean.tolist()):
+                if _judge_follows(ctx):
+                    # The judge links (or not) the uncertain pairs itself; it reads them here.
+                    self.referred_ = Referred(lo[unsure], hi[unsure], mean[unsure], var[unsure], self.threshold_,
+                                              proposed)
+                    hold = unsure
+                else:
+                    hold = np.zeros(lo.size, dtype=np.bool_)
+                for x, y, p, held in zip(lo.tolist(), hi.tolist(), mean.tolist(), hold.tolist()):
+                    if held:
+                        continue
                     if p >= self.threshold_ and uf_find(parent, x) != uf_find(parent, y):
                         uf_union(parent, x, y)
                         accepted_a.append(x)
