@@ -17,7 +17,7 @@ import pytest
 from semhash_llm import PipelineConfig
 from semhash_llm.config import ConfigError, JudgeConfig
 from semhash_llm.judge.cache import JudgeCache, pair_key
-from semhash_llm.judge.fusion import calibrate, fit_platt, fuse, route_order, verifier_confidence
+from semhash_llm.judge.fusion import calibrate, fit_platt, fuse, route_order
 from semhash_llm.judge.prompt import (
     PROMPT_VERSION,
     Verdict,
@@ -81,15 +81,26 @@ def test_yes_probability_reads_the_first_token_alternatives() -> None:
 
 
 def test_fusion_weighs_each_side_by_its_confidence() -> None:
-    # A confident verifier dominates an unsure judge; a confident judge overturns an unsure verifier.
-    assert fuse(np.array([0.95]), np.array([0.0]), np.array([0.45]), 2.0)[0] > 0.85
-    assert fuse(np.array([0.55]), np.array([0.02]), np.array([0.05]), 2.0)[0] < 0.2
-    # No verdict (NaN) or both at 0.5: the verifier's probability stays.
-    assert fuse(np.array([0.7, 0.5]), np.array([0.0, 0.0]), np.array([np.nan, 0.5]), 2.0).tolist() == [0.7, 0.5]
-    # the MC spread lowers the verifier's confidence
-    assert verifier_confidence(np.array([0.9]), np.array([0.04]))[0] == pytest.approx(0.8 * 0.6)
+    from semhash_llm.judge.fusion import recentre, verifier_logit
+
+    t = 0.55
+    assert recentre(np.array([0.0, 0.55, 1.0]), t).tolist() == [0.0, 0.5, 1.0]
+    # a confident verifier dominates a mildly disagreeing judge; a confident judge overturns an unsure verifier
+    assert fuse(np.array([0.97]), np.array([0.0]), np.array([0.3]), 2.0, t)[0] > 0.5
+    assert fuse(np.array([0.58]), np.array([0.02]), np.array([0.05]), 2.0, t)[0] < 0.5
+    assert fuse(np.array([0.50]), np.array([0.02]), np.array([0.95]), 2.0, t)[0] > 0.5
+    # a judge that answers its calibration prior gives no evidence; a weight of 0 none either
+    same = fuse(np.array([0.6, 0.5]), np.array([0.01, 0.01]), np.array([0.37, 0.37]), 2.0, t, prior=0.37)
+    none = fuse(np.array([0.6, 0.5]), np.array([0.01, 0.01]), np.array([0.9, 0.1]), 0.0, t)
+    assert ((same >= 0.5) == np.array([True, False])).all() and ((none >= 0.5) == np.array([True, False])).all()
+    # no verdict (NaN): the verifier's own decision, re-centred
+    assert fuse(np.array([0.7, 0.5]), np.zeros(2), np.array([np.nan, np.nan]), 2.0, t).tolist() == \
+        recentre(np.array([0.7, 0.5]), t).tolist()
+    # the MC spread shrinks the verifier's log-odds
+    assert abs(verifier_logit(np.array([0.9]), np.array([0.04]), t)[0]) < abs(
+        verifier_logit(np.array([0.9]), np.array([0.0]), t)[0])
     # least confident first, ties by document indices
-    order = route_order(np.array([0, 1, 2]), np.array([5, 6, 7]), np.array([0.9, 0.52, 0.52]), np.zeros(3))
+    order = route_order(np.array([0, 1, 2]), np.array([5, 6, 7]), np.array([0.9, 0.56, 0.56]), np.zeros(3), t)
     assert order.tolist() == [1, 2, 0]
 
 
@@ -237,8 +248,13 @@ def test_a_calibration_for_another_model_is_refused(tmp_path: Path) -> None:
     from semhash_llm.stages.judge import load_calibration
 
     path = tmp_path / "cal.json"
-    path.write_text(json.dumps({"a": 2.0, "b": 0.5, "model": "other.gguf", "prompt_version": PROMPT_VERSION}))
+    path.write_text(json.dumps({"a": 2.0, "b": 0.5, "model": "other.gguf", "prompt_version": PROMPT_VERSION,
+                                "heldout": {"roc_auc": 0.8}}))
     with pytest.raises(ConfigError, match="fitted for model 'other.gguf'"):
         load_calibration(path, "mine.gguf", "logprob")
-    assert load_calibration(path, "other.gguf", "logprob")[:2] == (2.0, 0.5)
-    assert load_calibration(None, "unknown.gguf", "logprob")[:2] == (1.0, 0.0)  # shipped file is for another model
+    cal = load_calibration(path, "other.gguf", "logprob")
+    assert (cal.a, cal.b) == (2.0, 0.5) and cal.reliability == pytest.approx(0.6)  # 2 * AUC - 1
+    shipped = load_calibration(None, "unknown.gguf", "logprob")  # the shipped file is for another model
+    assert (shipped.a, shipped.b, shipped.reliability) == (1.0, 0.0, 1.0)
+    default = load_calibration(None, "SmolLM2-135M-Instruct.Q4_1.gguf", "logprob")
+    assert default.source == "calibration.json" and default.reliability < 0.1  # SmolLM2-135M is at chance

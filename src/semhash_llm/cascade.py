@@ -315,7 +315,7 @@ class Cascade:
             pos = {d: k for k, d in enumerate(index.tolist())}
             return [texts[pos[d]] for d in np.asarray(docs, dtype=np.int64).tolist()]
 
-        ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages}, read_texts)
+        ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages}, read_texts, self._tick)
         edge_parts: list[Edges] = []
         fragment_parts: list[Fragments] = []
         children = np.zeros(n, dtype=np.bool_)

@@ -344,7 +344,10 @@ def run_bench(
             raise ValueError(
                 f"--systems: unknown system(s) {unknown}; choose among: " + ", ".join(sp.name for sp in specs)
             )
-        specs = [sp for sp in specs if any(sp.name.lower().startswith(w) for w in wanted)]
+        exact = {sp.name.lower() for sp in specs}
+        # A full system name selects that row only; anything else selects every row it begins.
+        specs = [sp for sp in specs
+                 if any(sp.name.lower() == w or (w not in exact and sp.name.lower().startswith(w)) for w in wanted)]
     teacher_info: dict[str, object] | None = None
     if any(sp.uses_teacher and sp.run is not None for sp in specs):
         try:
@@ -528,7 +531,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="source data folder (default: $SEMHASH_LLM_DATA, else ../shared/data beside the checkout)")
     parser.add_argument("--systems", default=None,
-                        help="comma-separated name prefixes of the systems to run (default: all)")
+                        help="comma-separated names or name prefixes of the systems to run (a full name selects "
+                             "that row only; default: all)")
     for key, (comp, _) in ABLATIONS.items():
         parser.add_argument(f"--no-{key}", dest=f"no_{key}", action="store_true", help=f"turn {comp} off in SemHash-LLM")
     parser.add_argument("--ablations", choices=("all", "none"), default="all",

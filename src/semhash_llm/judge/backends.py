@@ -241,7 +241,7 @@ class LocalJudge:
         return yes / (yes + no) if yes + no > 0 else 0.5
 
     def judge_one(self, pair: tuple[str, str]) -> Verdict:
-        messages = build_messages(pair[0], pair[1], self.mode, self.max_chars)
+        messages: Any = build_messages(pair[0], pair[1], self.mode, self.max_chars)  # llama_cpp's message dicts
         self.calls += 1
         try:
             if self.mode == "logprob":

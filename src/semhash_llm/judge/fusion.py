@@ -1,62 +1,62 @@
-"""Routing and the confidence-weighted ensemble of the verifier and the judge.
+"""Routing and the confidence-weighted ensemble of the verifier and the judge, in log-odds.
 
-Confidences (each in [0, 1]):
+The verifier's probability is first re-centred on its own threshold ``t`` (piecewise
+linearly, ``t -> 0.5``), so that 0.5 is the boundary for both; its log-odds are shrunk by the
+spread of its Monte Carlo dropout passes (``sigma`` = their standard deviation, 0.5 the
+largest a probability can have):
 
-* verifier: ``c_v = |2 p_v - 1| * max(0, 1 - 2 sigma_v)`` — its distance from a coin toss,
-  shrunk by the spread of its Monte Carlo dropout passes (``sigma_v`` = their standard
-  deviation; 0.5 is the largest a probability can have);
-* judge: ``c_j = |2 p_j - 1|`` with ``p_j`` its calibrated duplicate probability.
+    l_v = logit(p_v*) * max(0, 1 - 2 sigma)                       (the verifier's confidence)
 
-The final probability is the confidence-weighted mean
+The judge contributes the evidence of its answer: its calibrated probability against the
+prior of the pairs it was calibrated on (``pi``; a judge that says the same whatever it reads
+gives ``p_j = pi`` and no evidence), weighted by ``w`` = ``JudgeConfig.weight`` times its
+reliability ``max(0, 2 AUC - 1)`` on held-apart pairs:
 
-    p = (c_v p_v + w c_j p_j) / (c_v + w c_j)        (p = p_v when both confidences are 0)
+    l_j = logit(p_j) - logit(pi)
+    p   = sigmoid(l_v + w l_j)                                    (linked when p >= 0.5)
 
-with ``w`` the judge's weight (``JudgeConfig.weight``, 2 by default): a confident verifier
-dominates an unsure judge, a confident judge outweighs a verifier of equal confidence, and a
-failed call leaves ``p = p_v``. The pair is linked when ``p`` reaches the verifier's threshold.
-
-Routing: the judge reads the verifier's uncertain pairs (Monte Carlo variance at least
-``VerifierConfig.uncertain_variance``, or the mean within ``uncertain_margin`` of the
-threshold), least confident first (``c_v`` ascending), up to ``max_fraction`` of the
-candidate pairs and ``max_calls`` paid calls.
+A confident verifier (large ``|l_v|``) dominates a weak or unsure judge; a reliable judge's
+confident answer (large ``|l_j|``) outweighs an unsure verifier; a failed call leaves the
+verifier's own decision (``p_v >= t``). Routing: the judge reads the verifier's uncertain pairs
+(Monte Carlo variance at least ``VerifierConfig.uncertain_variance``, or the mean within
+``uncertain_margin`` of the threshold), least confident first (``|l_v|`` ascending), up to
+``max_fraction`` of the candidate pairs and ``max_calls`` paid calls.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["verifier_confidence", "judge_confidence", "fuse", "route_order", "calibrate", "fit_platt"]
+__all__ = ["recentre", "verifier_logit", "fuse", "route_order", "calibrate", "fit_platt"]
 
 
-def verifier_confidence(p: np.ndarray, var: np.ndarray) -> np.ndarray:
-    """``|2p - 1| * max(0, 1 - 2 sqrt(var))``."""
-    p = np.asarray(p, dtype=np.float64)
+def recentre(p: np.ndarray, threshold: float) -> np.ndarray:
+    """The verifier's probability mapped piecewise linearly so that ``threshold`` becomes 0.5."""
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    t = min(max(float(threshold), 1e-6), 1 - 1e-6)
+    return np.where(p < t, 0.5 * p / t, 0.5 + 0.5 * (p - t) / (1.0 - t))
+
+
+def verifier_logit(p: np.ndarray, var: np.ndarray, threshold: float) -> np.ndarray:
+    """``logit(recentre(p)) * max(0, 1 - 2 sqrt(var))``: the verifier's confidence, signed."""
     sigma = np.sqrt(np.clip(np.asarray(var, dtype=np.float64), 0.0, None))
-    return np.abs(2.0 * p - 1.0) * np.clip(1.0 - 2.0 * sigma, 0.0, 1.0)
+    return _logit(recentre(p, threshold)) * np.clip(1.0 - 2.0 * sigma, 0.0, 1.0)
 
 
-def judge_confidence(p: np.ndarray) -> np.ndarray:
-    """``|2p - 1|``."""
-    return np.abs(2.0 * np.asarray(p, dtype=np.float64) - 1.0)
-
-
-def fuse(p_v: np.ndarray, var_v: np.ndarray, p_j: np.ndarray, weight: float) -> np.ndarray:
-    """The confidence-weighted mean of the two probabilities; ``p_v`` where ``p_j`` is NaN (no
-    verdict) or both confidences are 0."""
-    p_v = np.asarray(p_v, dtype=np.float64)
+def fuse(p_v: np.ndarray, var_v: np.ndarray, p_j: np.ndarray, weight: float, threshold: float,
+         prior: float = 0.5) -> np.ndarray:
+    """The fused probability (boundary 0.5) of each pair; where ``p_j`` is NaN (no verdict) the
+    verifier's re-centred probability, so the decision is its own."""
     p_j = np.asarray(p_j, dtype=np.float64)
     have = np.isfinite(p_j)
-    c_v = verifier_confidence(p_v, var_v)
-    c_j = np.where(have, judge_confidence(np.where(have, p_j, 0.5)), 0.0) * weight
-    den = c_v + c_j
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mixed = (c_v * p_v + c_j * np.where(have, p_j, 0.0)) / den
-    return np.where(have & (den > 0), mixed, p_v)
+    evidence = np.where(have, _logit(np.where(have, p_j, 0.5)) - _logit(np.array(prior)), 0.0)
+    fused = 1.0 / (1.0 + np.exp(-(verifier_logit(p_v, var_v, threshold) + weight * evidence)))
+    return np.where(have, fused, recentre(p_v, threshold))
 
 
-def route_order(a: np.ndarray, b: np.ndarray, p_v: np.ndarray, var_v: np.ndarray) -> np.ndarray:
+def route_order(a: np.ndarray, b: np.ndarray, p_v: np.ndarray, var_v: np.ndarray, threshold: float) -> np.ndarray:
     """Indices of the pairs, least confident verifier first (ties: by document indices)."""
-    return np.lexsort((np.asarray(b), np.asarray(a), verifier_confidence(p_v, var_v)))
+    return np.lexsort((np.asarray(b), np.asarray(a), np.abs(verifier_logit(p_v, var_v, threshold))))
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

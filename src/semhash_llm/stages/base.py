@@ -145,6 +145,8 @@ class DecideContext:
     """Re-reads the original texts of the given documents from the source, in the order given
     (for stages that check a few candidate pairs on the text itself); ``None`` where the
     source cannot be read again."""
+    progress: Callable[[str, int, int | None], None] | None = None
+    """``progress(stage, done, total)`` for a stage whose decision takes long (the judge)."""
 
 
 @dataclass

@@ -9,7 +9,8 @@ The verifier (stage ``mgfn``) hands over its uncertain pairs instead of linking 
    prompt version and mode) and asks the backend about the others, at most ``max_calls``
    paid calls;
 3. calibrates each answer (Platt scaling of the yes-probability) and fuses it with the
-   verifier's probability by confidence (:func:`semhash_llm.judge.fusion.fuse`);
+   verifier's probability by confidence (:func:`semhash_llm.judge.fusion.fuse`), the judge's
+   weight scaled by its measured reliability (:class:`Calibration`);
 4. links, in a fixed order, every referred pair whose final probability reaches the
    verifier's threshold — judged pairs as ``decided_by = judge``, the pairs past the budget
    or whose call failed on the verifier's probability alone, as without a judge.
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,14 @@ from semhash_llm.sketch.unionfind import uf_find, uf_union
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
 from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, Referred
 
-__all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "default_cache_path", "shipped_calibration_path", "load_calibration",
+__all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "Calibration", "default_cache_path", "shipped_calibration_path",
+           "load_calibration",
            "make_judge"]
 
 logger = logging.getLogger(__name__)
 
 JUDGED_EDGE_KIND = 7
+_CHUNK = 32  # pairs per backend call batch (progress is reported between batches)
 
 
 def default_cache_path() -> Path:
@@ -61,22 +65,42 @@ def shipped_calibration_path() -> Path:
     return Path(str(files("semhash_llm") / "assets" / "judge" / "calibration.json"))
 
 
-def load_calibration(path: str | Path | None, model_id: str, mode: str) -> tuple[float, float, str]:
-    """``(a, b, source)`` of the Platt calibration for this model, prompt version and mode: from
-    ``path``, else the shipped file when it was fitted for them, else the identity ``(1, 0)``."""
+@dataclass(frozen=True)
+class Calibration:
+    """How a judge's yes-probability is read: Platt's ``a``, ``b`` and the judge's reliability,
+    ``max(0, 2 AUC - 1)`` on the calibration's held-apart pairs (1 when unmeasured), which
+    scales its confidence in the fusion: a judge whose answers do not separate duplicates
+    from the rest on held-apart pairs cannot overrule the verifier, whatever its calibrated
+    probability says (calibration alone pulls an uninformative judge to the prior of the
+    calibration pairs, not to the pair in hand)."""
+
+    a: float = 1.0
+    b: float = 0.0
+    reliability: float = 1.0
+    prior: float = 0.5
+    """Share of duplicates among the calibration pairs: the judge's evidence is measured against it."""
+    source: str = "none"
+
+
+def load_calibration(path: str | Path | None, model_id: str, mode: str) -> Calibration:
+    """The calibration for this model, prompt version and mode: from ``path``, else the shipped
+    file when it was fitted for them, else the identity with reliability 1."""
     if mode != "logprob":
-        return 1.0, 0.0, "none (generate mode: the model's own confidence)"
+        return Calibration(source="none (generate mode: the model's own confidence)")
     candidate = Path(path) if path else shipped_calibration_path()
     if not candidate.is_file():
         if path:
             raise ConfigError(f"The judge calibration {candidate} does not exist. Pass a file written by "
                               "`semhash-llm train judge`, or leave --judge-calibration unset")
-        return 1.0, 0.0, "none"
+        return Calibration()
     try:
         data = json.loads(candidate.read_text(encoding="utf-8"))
         a, b = float(data["a"]), float(data["b"])
         fitted_for = (str(data["model"]), str(data["prompt_version"]), str(data.get("mode", "logprob")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        auc = data.get("heldout", {}).get("roc_auc")
+        reliability = 1.0 if auc is None else min(max(2.0 * float(auc) - 1.0, 0.0), 1.0)
+        prior = min(max(float(data.get("prior", 0.5)), 0.01), 0.99)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"The judge calibration {candidate} is not a calibration file ({exc}). Write one with "
                           "`semhash-llm train judge`") from None
     if fitted_for != (model_id, PROMPT_VERSION, mode):
@@ -84,8 +108,8 @@ def load_calibration(path: str | Path | None, model_id: str, mode: str) -> tuple
             raise ConfigError(f"The judge calibration {candidate} was fitted for model {fitted_for[0]!r}, prompt "
                               f"{fitted_for[1]!r}, mode {fitted_for[2]!r}, not for {model_id!r}, {PROMPT_VERSION!r}, "
                               f"{mode!r}. Fit one with `semhash-llm train judge` for this model")
-        return 1.0, 0.0, "none (the shipped calibration is for another model)"
-    return a, b, candidate.name if not path else str(candidate)
+        return Calibration(source="none (the shipped calibration is for another model)")
+    return Calibration(a, b, reliability, prior, candidate.name if not path else str(candidate))
 
 
 def make_judge(config: JudgeConfig) -> Judge:
@@ -141,7 +165,7 @@ class JudgeStage:
         a, b, mean, var, thr = referred.a, referred.b, referred.mean, referred.var, referred.threshold
         n_ref = len(referred)
         budget = int(np.floor(cfg.max_fraction * referred.candidate_pairs))
-        order = route_order(a, b, mean, var)
+        order = route_order(a, b, mean, var, thr)
         routed = np.sort(order[:budget])
         p_judge = np.full(n_ref, np.nan)
         outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | failed:<kind> | calls
@@ -172,7 +196,14 @@ class JudgeStage:
                 ask = ask[:cfg.max_calls]  # the rest stay with the verifier ("budget")
             if ask:
                 t_calls = time.perf_counter()
-                verdicts: list[Verdict] = self.judge_.judge([pairs[j] for j in ask])
+                verdicts: list[Verdict] = []
+                for start in range(0, len(ask), _CHUNK):  # in chunks, to show progress
+                    verdicts.extend(self.judge_.judge([pairs[j] for j in ask[start:start + _CHUNK]]))
+                    done = len(verdicts)
+                    if ctx.progress is not None:
+                        ctx.progress(self.name, done, len(ask))
+                    logger.info("judge: %d/%d pairs asked (%.2f pairs/s)", done, len(ask),
+                                done / max(time.perf_counter() - t_calls, 1e-9))
                 call_seconds = time.perf_counter() - t_calls
                 calls_made = len(ask)
                 good: list[tuple[str, Verdict]] = []
@@ -187,12 +218,12 @@ class JudgeStage:
                         good.append((keys[j], verdict))
                 if self.cache_ is not None:
                     self.cache_.put_many(good, f"{self.judge_.backend}:{model}", prompt)
-        ca, cb, _source = self.calibration_
+        cal = self.calibration_
         have = np.isfinite(p_judge)
         p_cal = np.full(n_ref, np.nan)
         if have.any():
-            p_cal[have] = calibrate(p_judge[have], ca, cb)
-        final = fuse(mean, var, p_cal, cfg.weight)
+            p_cal[have] = calibrate(p_judge[have], cal.a, cal.b)
+        final = fuse(mean, var, p_cal, cfg.weight * cal.reliability, thr, cal.prior)
         # Link in a fixed order (by document indices), as the verifier does.
         parent = ctx.union_find.parent_
         link = np.zeros(n_ref, dtype=np.bool_)
@@ -201,7 +232,7 @@ class JudgeStage:
         edges_s: list[float] = []
         edges_k: list[int] = []
         for i in np.lexsort((b, a)).tolist():
-            if final[i] >= thr:
+            if final[i] >= 0.5:  # the fused probability's boundary (the verifier's threshold re-centred)
                 link[i] = True
                 x, y = int(a[i]), int(b[i])
                 if uf_find(parent, x) != uf_find(parent, y):
@@ -223,8 +254,10 @@ class JudgeStage:
             "model": self.judge_.model_id,
             "prompt_version": PROMPT_VERSION,
             "mode": cfg.mode,
-            "calibration": {"a": round(ca, 4), "b": round(cb, 4), "source": self.calibration_[2]},
+            "calibration": {"a": round(cal.a, 4), "b": round(cal.b, 4), "reliability": round(cal.reliability, 4),
+                            "prior": round(cal.prior, 4), "source": cal.source},
             "weight": cfg.weight,
+            "effective_weight": round(cfg.weight * cal.reliability, 4),
             "pairs_referred": n_ref,
             "pairs_routed": int(routed.size),
             "budget_pairs": budget,

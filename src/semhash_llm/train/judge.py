@@ -79,6 +79,7 @@ def calibrate_judge(judge: Judge, documents: Sequence[str], out: str | Path, per
         "backend": judge.backend,
         "prompt_version": PROMPT_VERSION,
         "mode": judge.mode,
+        "prior": round(float(labels[use_fit].mean()), 4),
         "pairs": len(pairs),
         "pairs_fit": int(use_fit.sum()),
         "pairs_heldout": int(use_eval.sum()),
