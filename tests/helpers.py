@@ -46,3 +46,13 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
         for r in records:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     return path
+
+
+# Short questions for the verifier and judge stages: one typo copy, one changed entity, one stranger.
+QUESTION = "What are some tips on making it through the job interview process at Liberty Broadband?"
+RECORDS = [
+    {"id": "q1", "text": QUESTION},
+    {"id": "q2", "text": QUESTION.replace("Broadband", "Interactive")},  # another company: another question
+    {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
+    {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
+]

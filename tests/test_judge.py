@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import RECORDS
 
 from semhash_llm import PipelineConfig
 from semhash_llm.config import ConfigError, JudgeConfig
@@ -144,13 +145,6 @@ def test_judge_config_is_validated() -> None:
 
 torch = pytest.importorskip("torch")
 
-QUESTION = "What are some tips on making it through the job interview process at Liberty Broadband?"
-RECORDS = [
-    {"id": "q1", "text": QUESTION},
-    {"id": "q2", "text": QUESTION.replace("Broadband", "Interactive")},  # another company: another question
-    {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
-    {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
-]
 
 
 class ScriptedJudge:

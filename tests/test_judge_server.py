@@ -23,6 +23,8 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llama_cpp.server")
 
+from helpers import RECORDS  # noqa: E402
+
 from semhash_llm.judge.backends import LocalJudge, OpenAIJudge, default_local_model  # noqa: E402
 
 pytestmark = pytest.mark.llm
@@ -98,9 +100,7 @@ def test_the_cascade_judges_through_the_server_and_a_rerun_pays_nothing(server: 
                                                                         tmp_path: Path) -> None:
     from semhash_llm import PipelineConfig, deduplicate
 
-    question = "What are some tips on making it through the job interview process at Liberty Broadband?"
-    records = [{"id": "q1", "text": question}, {"id": "q2", "text": question.replace("Broadband", "Interactive")},
-               {"id": "q3", "text": question.replace("interview", "intervew")}]
+    records = RECORDS[:3]
     cfg = PipelineConfig.from_dict({
         "verifier": {"model_path": str(tiny_model), "threshold": 0.4, "uncertain_margin": 1.0},
         "sph": {"radius": 64},
@@ -144,8 +144,7 @@ def test_a_dead_endpoint_in_the_cascade_is_counted_and_decided_automatically(tin
                                                                              tmp_path: Path) -> None:
     from semhash_llm import PipelineConfig, deduplicate
 
-    question = "What are some tips on making it through the job interview process at Liberty Broadband?"
-    records = [{"id": "q1", "text": question}, {"id": "q3", "text": question.replace("interview", "intervew")}]
+    records = [RECORDS[0], RECORDS[2]]
     base = {"verifier": {"model_path": str(tiny_model), "threshold": 0.4, "uncertain_margin": 1.0},
             "sph": {"radius": 64}}
     dead = {"backend": "openai", "url": f"http://127.0.0.1:{_free_port()}/v1", "model": "m", "retries": 1,

@@ -21,7 +21,8 @@ from semhash_llm.text.spans import remove_spans
 
 def test_every_configured_stage_follows_the_protocol() -> None:
     stages = configured_stages(PipelineConfig())
-    assert [s.name for s in stages] == [info.name for info in STAGES] == ["bloom", "lsh", "aw", "sph", "mgfn", "passages"]
+    assert [info.name for info in STAGES] == ["bloom", "lsh", "aw", "sph", "mgfn", "judge", "passages"]
+    assert [s.name for s in stages] == ["bloom", "lsh", "aw", "sph", "mgfn", "passages"]  # the judge is off by default
     assert all(isinstance(s, Stage) for s in stages)
 
 
@@ -47,14 +48,14 @@ def test_only_names_unknown_stages(tmp_path: Path, capsys: pytest.CaptureFixture
     path = write_jsonl(tmp_path / "c.jsonl", make_corpus()[0])
     assert main(["dedup", str(path), "-o", str(tmp_path / "o"), "--only", "bloom,verifier"]) == 2
     err = capsys.readouterr().err
-    assert "'only' parameter" in err and "bloom, lsh, aw, sph, mgfn, passages" in err and "'bloom,verifier'" in err
+    assert "'only' parameter" in err and "bloom, lsh, aw, sph, mgfn, judge, passages" in err and "'bloom,verifier'" in err
 
 
 def test_stages_command_lists_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stages"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [ln.split()[0] for ln in lines] == ["bloom", "lsh", "aw", "sph", "mgfn", "passages"]
-    assert all(" on " in ln for ln in lines)
+    assert [ln.split()[0] for ln in lines] == ["bloom", "lsh", "aw", "sph", "mgfn", "judge", "passages"]
+    assert [ln.split()[1] for ln in lines] == ["on", "on", "on", "on", "on", "off", "on"]
 
 
 class _LengthTwins:
@@ -104,7 +105,7 @@ def test_only_is_validated_before_anything_runs() -> None:
     with pytest.raises(ConfigError):
         _only_sections(",")
     assert _only_sections("bloom,lsh") == {"bloom": True, "minhash": True, "aw": False, "sph": False, "verifier": False,
-                                           "passages": False}
+                                           "judge": False, "passages": False}
 
 
 class _Directed:

@@ -9,18 +9,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from helpers import QUESTION, RECORDS  # noqa: E402
+
 from semhash_llm import PipelineConfig, deduplicate  # noqa: E402
 from semhash_llm.verify.mgfn import load_mgfn, save_mgfn  # noqa: E402
 
 pytestmark = pytest.mark.ml
 
-QUESTION = "What are some tips on making it through the job interview process at Liberty Broadband?"
-RECORDS = [
-    {"id": "q1", "text": QUESTION},
-    {"id": "q2", "text": QUESTION.replace("Broadband", "Interactive")},  # another company: another question
-    {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
-    {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
-]
 
 
 def _run(model: Path, **verifier: object) -> tuple[dict[str, dict], dict]:

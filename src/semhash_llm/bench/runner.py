@@ -339,15 +339,16 @@ def run_bench(
     specs = build_registry(switches, ablations, judge)
     if systems:
         wanted = [s.strip().lower() for s in systems if s.strip()]
-        unknown = [w for w in wanted if not any(sp.name.lower().startswith(w) for sp in specs)]
+        unknown = [w for w in wanted
+                   if not any(sp.name.lower() == w[1:] if w.startswith("=") else sp.name.lower().startswith(w)
+                              for sp in specs)]
         if unknown:
             raise ValueError(
                 f"--systems: unknown system(s) {unknown}; choose among: " + ", ".join(sp.name for sp in specs)
             )
-        exact = {sp.name.lower() for sp in specs}
-        # A full system name selects that row only; anything else selects every row it begins.
+        # "=NAME" selects the row of that full name only; anything else every row it begins.
         specs = [sp for sp in specs
-                 if any(sp.name.lower() == w or (w not in exact and sp.name.lower().startswith(w)) for w in wanted)]
+                 if any(sp.name.lower() == w[1:] if w.startswith("=") else sp.name.lower().startswith(w) for w in wanted)]
     teacher_info: dict[str, object] | None = None
     if any(sp.uses_teacher and sp.run is not None for sp in specs):
         try:
@@ -531,8 +532,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="source data folder (default: $SEMHASH_LLM_DATA, else ../shared/data beside the checkout)")
     parser.add_argument("--systems", default=None,
-                        help="comma-separated names or name prefixes of the systems to run (a full name selects "
-                             "that row only; default: all)")
+                        help="comma-separated name prefixes of the systems to run; =NAME selects the row of that "
+                             "full name only (default: all)")
     for key, (comp, _) in ABLATIONS.items():
         parser.add_argument(f"--no-{key}", dest=f"no_{key}", action="store_true", help=f"turn {comp} off in SemHash-LLM")
     parser.add_argument("--ablations", choices=("all", "none"), default="all",

@@ -161,6 +161,8 @@ class JudgeStage:
         verifier = ctx.stages.get("mgfn")
         referred = getattr(verifier, "referred_", None)
         if not isinstance(referred, Referred):
+            logger.warning("the judge reads the verifier's uncertain pairs, and the verifier (mgfn) is off: "
+                           "nothing to judge")
             referred = Referred.empty()
         a, b, mean, var, thr = referred.a, referred.b, referred.mean, referred.var, referred.threshold
         n_ref = len(referred)
@@ -168,7 +170,7 @@ class JudgeStage:
         order = route_order(a, b, mean, var, thr)
         routed = np.sort(order[:budget])
         p_judge = np.full(n_ref, np.nan)
-        outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | failed:<kind> | calls
+        outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | failed:<kind>
         failures: dict[str, int] = {}
         cached = calls_made = 0
         call_seconds = 0.0
@@ -239,7 +241,7 @@ class JudgeStage:
                     uf_union(parent, x, y)
                     edges_a.append(x)
                     edges_b.append(y)
-                    edges_s.append(float(final[i]))
+                    edges_s.append(float(final[i] if have[i] else mean[i]))  # judged: the fused probability
                     edges_k.append(JUDGED_EDGE_KIND if have[i] else VERIFIED_EDGE_KIND)
         automatic = mean >= thr
         judged = int(np.count_nonzero(have))

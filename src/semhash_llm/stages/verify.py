@@ -237,6 +237,7 @@ class VerifierStage:
             "pairs_accepted": accepted,
             "edges_linked": len(accepted_a),
             "pairs_uncertain": uncertain,
+            "pairs_referred_to_judge": len(self.referred_),
             "candidate_pairs": proposed,
             "share_of_candidates_verified": round(verified / proposed, 6) if proposed else 0.0,
             "share_of_all_pairs_verified": float(f"{verified / all_pairs:.3g}") if all_pairs else 0.0,

@@ -80,6 +80,17 @@ def permitted_documents(data_dir: str | Path) -> list[str]:
     return read_wikipedia(Path(data_dir), part="train") + read_addresses(Path(data_dir), part="train")
 
 
+def training_documents(corpus: Sequence[str], data_dir: str | Path) -> tuple[list[str], str]:
+    """The texts a ``semhash-llm train`` command learns from and how its card names them: the
+    training part of the given corpus files or folders, else of the permitted sources."""
+    if corpus:
+        from semhash_llm.sph.corpus import read_corpus_documents
+
+        return ([text for _key, text in read_corpus_documents(list(corpus), part="train")],
+                "the training part of " + ", ".join(corpus))
+    return permitted_documents(data_dir), PERMITTED_SOURCES
+
+
 def train_importance(documents: Sequence[str], out_dir: str | Path, max_chunks: int = 1600, chunk_words: int = 160,
                      heldout: float = 0.2, bits: int = 16, l2: float = 20.0, teacher: str | None = None,
                      max_length: int = 256, dtype: str = "float32", seed: int = 0, command: str = "",
@@ -279,13 +290,7 @@ def add_train_importance_arguments(parser: argparse.ArgumentParser) -> argparse.
 def run_train_importance_command(args: argparse.Namespace) -> int:
     """Run ``semhash-llm train importance`` from parsed arguments; 0 on success."""
     command = "semhash-llm " + " ".join(sys.argv[1:]) if "importance" in sys.argv else "train_importance(...)"
-    if args.corpus:
-        from semhash_llm.sph.corpus import read_corpus_documents
-
-        documents = [text for _key, text in read_corpus_documents(args.corpus, part="train")]
-        trained_on = "the training part of " + ", ".join(args.corpus)
-    else:
-        documents, trained_on = permitted_documents(args.data_dir), PERMITTED_SOURCES
+    documents, trained_on = training_documents(args.corpus, args.data_dir)
     report = train_importance(documents, args.out, trained_on=trained_on, max_chunks=args.max_chunks, chunk_words=args.chunk_words,
                               heldout=args.heldout, bits=args.bits, l2=args.l2, teacher=args.teacher,
                               max_length=args.max_length, dtype=args.teacher_dtype, seed=args.seed, command=command)

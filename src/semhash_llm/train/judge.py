@@ -122,15 +122,9 @@ def run_train_judge_command(args: argparse.Namespace) -> int:
     """Run ``semhash-llm train judge`` from parsed arguments; 0 on success."""
     from semhash_llm.config import JudgeConfig
     from semhash_llm.stages.judge import make_judge
-    from semhash_llm.train.importance import PERMITTED_SOURCES, permitted_documents
+    from semhash_llm.train.importance import training_documents
 
-    if args.corpus:
-        from semhash_llm.sph.corpus import read_corpus_documents
-
-        documents = [text for _key, text in read_corpus_documents(args.corpus, part="train")]
-        trained_on = "the training part of " + ", ".join(args.corpus)
-    else:
-        documents, trained_on = permitted_documents(args.data_dir), PERMITTED_SOURCES
+    documents, trained_on = training_documents(args.corpus, args.data_dir)
     judge = make_judge(JudgeConfig(backend=args.backend, model=args.model, url=args.url, api_key_env=args.api_key_env))
     command = "semhash-llm " + " ".join(sys.argv[1:]) if "judge" in sys.argv else "calibrate_judge(...)"
     report = calibrate_judge(judge, documents, args.out, per_kind=args.per_kind, seed=args.seed,

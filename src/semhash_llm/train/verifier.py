@@ -267,15 +267,9 @@ def add_train_verifier_arguments(parser: argparse.ArgumentParser) -> argparse.Ar
 
 def run_train_verifier_command(args: argparse.Namespace) -> int:
     """Run ``semhash-llm train verifier`` from parsed arguments; 0 on success."""
-    from semhash_llm.train.importance import PERMITTED_SOURCES, permitted_documents
+    from semhash_llm.train.importance import training_documents
 
-    if args.corpus:
-        from semhash_llm.sph.corpus import read_corpus_documents
-
-        documents = [text for _key, text in read_corpus_documents(args.corpus, part="train")]
-        trained_on = "the training part of " + ", ".join(args.corpus)
-    else:
-        documents, trained_on = permitted_documents(args.data_dir), PERMITTED_SOURCES
+    documents, trained_on = training_documents(args.corpus, args.data_dir)
     command = "semhash-llm " + " ".join(sys.argv[1:]) if "verifier" in sys.argv else "train_verifier(...)"
     report = train_verifier(documents, args.out, per_kind=args.per_kind, heldout=args.heldout, epochs=args.epochs,
                             batch_size=args.batch_size, lr=args.lr, contrastive=args.contrastive, seed=args.seed, screen=args.screen,
