@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from semhash_llm.bench.speed import format_table, make_speed_corpus, run_speed, shingle_words
 from semhash_llm.cli import main
@@ -46,3 +47,24 @@ def test_speed_corpus_and_tiny_run() -> None:
     assert ours.recall_near >= 0.85
     assert ours.recall_near >= peer.recall_near - 0.02
     assert np.isfinite(ours.docs_per_s)
+
+
+def test_growth_table_exponent_and_svg(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from semhash_llm.bench.plot import line_chart_svg
+    from semhash_llm.bench.speed import format_growth, growth_exponent, growth_svg, run_growth
+
+    assert growth_exponent([1000, 10000, 100000], [1.0, 10.0, 100.0]) == pytest.approx(1.0)
+    assert growth_exponent([1000, 10000], [1.0, 100.0]) == pytest.approx(2.0)
+    results = run_growth([300, 900], ["semhash-llm"])
+    assert sorted(results) == [300, 900] and all(r[0].false_removals == 0 for r in results.values())
+    table = format_growth(results)
+    assert table.splitlines()[2].startswith("| semhash-llm | ") and "900 docs" in table.splitlines()[0]
+    root = ET.fromstring(growth_svg(results))  # well-formed, one line per system
+    paths = [e for e in root.iter() if e.tag.endswith("path")]
+    assert len(paths) == 1 and paths[0].get("d", "").count("L") == 1
+    svg = line_chart_svg({"a <b>": [(1, 2), (10, 20)], "c": [(1, 1), (10, -5)]}, title="t", x_label="x", y_label="y")
+    assert "a &lt;b&gt;" in svg and ET.fromstring(svg) is not None  # names escaped; a negative y left out
+    with pytest.raises(ValueError):
+        line_chart_svg({"a": [(0, 0)]}, title="t", x_label="x", y_label="y")

@@ -14,11 +14,19 @@ then deduplicates the same texts in memory, in the same process, one after the o
   ``MinHashLSH(threshold=0.8)``, query-then-insert (a document is removed when the index
   returns a candidate);
 * ``rensa`` — ``RMinHashDeduplicator(threshold=0.8, num_perm=128, use_lsh=True)``, rensa's
-  own verified LSH pipeline, on the same word 5-gram shingles.
+  own verified LSH pipeline, on the same word 5-gram shingles;
+* ``datatrove`` — datatrove's MinHash pipeline (signatures, buckets, clusters, filter) with its
+  defaults, on its own tokenizer, over JSONL shards, one task per core (extra ``[bench]``).
+
+``--sizes 10000,100000,1000000`` runs every system at each size (a corpus of that size with a
+tenth hot-spot copies) and prints how the cost grows: each system's seconds, documents/s and
+peak memory per size, and the exponent of a power-law fit of seconds against documents (1.0
+is linear); ``--plot PATH`` draws the curves as a self-contained SVG.
 
 The peers' shingles are made by one shared tokenizer (lower-case ``\\w+`` words, 5-grams),
 and their time includes it, as ours includes our tokenizer. Reported: documents/s, peak
-memory above the process baseline (sampled from ``/proc/self/statm``), recall of the planted
+memory above the process baseline (sampled from ``/proc/*/statm`` of this process and its child
+processes), recall of the planted
 duplicates (share removed) and false removals (unique documents removed).
 """
 
@@ -37,7 +45,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["SpeedCorpus", "make_speed_corpus", "SpeedRow", "run_speed", "add_speed_arguments", "run_speed_command"]
+__all__ = ["SpeedCorpus", "make_speed_corpus", "SpeedRow", "run_speed", "run_growth", "format_growth", "growth_svg",
+           "growth_exponent", "add_speed_arguments", "run_speed_command"]
 
 _WORD = re.compile(r"\w+")
 
@@ -126,8 +135,33 @@ class _PeakRSS:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def rss(self) -> int:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * self.page
+        """This process's resident set plus its child processes' (datatrove's workers)."""
+        total = 0
+        for pid in [os.getpid(), *self._children()]:
+            try:
+                with open(f"/proc/{pid}/statm") as fh:
+                    total += int(fh.read().split()[1]) * self.page
+            except (OSError, ValueError, IndexError):  # a child that just ended
+                continue
+        return total
+
+    @staticmethod
+    def _children() -> list[int]:
+        try:
+            with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as fh:
+                direct = [int(x) for x in fh.read().split()]
+        except OSError:
+            return []
+        out, todo = [], list(direct)
+        while todo:  # grandchildren too (an executor's pool)
+            pid = todo.pop()
+            out.append(pid)
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                    todo.extend(int(x) for x in fh.read().split())
+            except OSError:
+                continue
+        return out
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -216,11 +250,78 @@ def _run_rensa(texts: list[str]) -> np.ndarray:
     return ~np.asarray(keep, dtype=bool)
 
 
+def _run_datatrove(texts: list[str]) -> tuple[np.ndarray, str]:
+    """datatrove's four-step MinHash pipeline with its defaults (word 5-grams, 14 buckets of 8
+    hashes), run by its ``LocalPipelineExecutor`` on one task per core over JSONL shards in a
+    temporary folder (writing them is part of the time, as its file-based design asks)."""
+    import gzip
+    import tempfile
+
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import (
+        MinhashConfig,
+        MinhashDedupBuckets,
+        MinhashDedupCluster,
+        MinhashDedupFilter,
+        MinhashDedupSignature,
+    )
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    try:  # datatrove logs every task's stats through loguru: keep the table readable
+        from loguru import logger as loguru_logger
+
+        loguru_logger.disable("datatrove")
+    except ImportError:
+        pass
+    tasks = max(os.cpu_count() or 1, 1)
+    cfg = MinhashConfig()
+    with tempfile.TemporaryDirectory(prefix="semhash-llm-datatrove-") as tmp:
+        d = Path(tmp)
+        (d / "input").mkdir()
+        per = -(-len(texts) // tasks)
+        for k in range(tasks):  # one shard per task, in input order
+            with open(d / "input" / f"{k:03d}.jsonl", "w", encoding="utf-8") as fh:
+                for i in range(k * per, min((k + 1) * per, len(texts))):
+                    fh.write(json.dumps({"id": str(i), "text": texts[i]}) + "\n")
+
+        def run(pipeline: list[object], n: int, name: str) -> None:
+            LocalPipelineExecutor(pipeline=pipeline, tasks=n, workers=min(n, tasks),  # type: ignore[arg-type]
+                                  logging_dir=str(d / "logs" / name), skip_completed=False).run()
+
+        run([JsonlReader(str(d / "input")), MinhashDedupSignature(output_folder=str(d / "sigs"), config=cfg)],
+            tasks, "sigs")
+        run([MinhashDedupBuckets(input_folder=str(d / "sigs"), output_folder=str(d / "buckets"), config=cfg)],
+            cfg.num_buckets, "buckets")
+        run([MinhashDedupCluster(input_folder=str(d / "buckets"), output_folder=str(d / "remove_ids"), config=cfg)],
+            1, "cluster")
+        run([JsonlReader(str(d / "input")),
+             MinhashDedupFilter(input_folder=str(d / "remove_ids"), exclusion_writer=JsonlWriter(str(d / "removed")))],
+            tasks, "filter")
+        removed = np.zeros(len(texts), dtype=bool)
+        for f in sorted((d / "removed").glob("*")):
+            with gzip.open(f, "rt", encoding="utf-8") as fh:
+                for line in fh:
+                    removed[int(json.loads(line)["id"])] = True
+    return removed, (f"datatrove {_version('datatrove')}, defaults: word 5-grams, {cfg.num_buckets} buckets x "
+                     f"{cfg.hashes_per_bucket} hashes (threshold ~0.72), {tasks} tasks")
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
 SYSTEMS: dict[str, Callable[[list[str]], np.ndarray | tuple[np.ndarray, str]]] = {
     "semhash-llm": _run_semhash,
     "semhash-llm+sph": _run_semhash_full,
     "rensa": _run_rensa,
     "datasketch": _run_datasketch,
+    "datatrove": _run_datatrove,
 }
 
 
@@ -230,7 +331,13 @@ def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
     warm = corpus.texts[:200]
     for name in systems:
         fn = SYSTEMS[name]
-        fn(warm)  # JIT compilation and imports are one-time costs, outside the timing
+        try:
+            fn(warm)  # JIT compilation and imports are one-time costs, outside the timing
+        except ImportError as exc:
+            nan = float("nan")
+            rows.append(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1,
+                                 note=f"not run: {exc} (pip install 'semhash-llm[bench]')"))
+            continue
         gc.collect()
         with _PeakRSS() as mem:
             t0 = time.perf_counter()
@@ -261,11 +368,69 @@ def format_table(rows: list[SpeedRow], num_docs: int) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        if r.false_removals < 0:
+            lines.append(f"| {r.system} | – | – | – | – | – | – | – | – |")
+            continue
         rel = f"{r.docs_per_s / base:.1f}x" if base else "-"
         lines.append(f"| {r.system} | {r.docs_per_s:,.0f} | {rel} | {r.seconds:.1f} | {r.peak_mib:,.0f} | "
                      f"{r.recall_near:.4f} | {r.recall_hot:.4f} | {r.recall_all:.4f} | {r.false_removals} |")
     notes = [f"- {r.system}: {r.note}" for r in rows if r.note]
     return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def growth_exponent(sizes: list[int], seconds: list[float]) -> float:
+    """The exponent ``k`` of a least-squares fit ``seconds ~ c * docs^k`` (1.0: linear)."""
+    ok = [(n, t) for n, t in zip(sizes, seconds) if n > 0 and t > 0 and np.isfinite(t)]
+    if len(ok) < 2:
+        return float("nan")
+    x, y = np.log([n for n, _ in ok]), np.log([t for _, t in ok])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def run_growth(sizes: list[int], systems: list[str], doc_chars: int = 2000, seed: int = 0
+               ) -> dict[int, list[SpeedRow]]:
+    """:func:`run_speed` at each size (near duplicates a tenth, hot-spot copies a tenth)."""
+    out: dict[int, list[SpeedRow]] = {}
+    for n in sizes:
+        corpus = make_speed_corpus(n, doc_chars, 0.1, max(n // 10, 1), seed)
+        out[n] = run_speed(corpus, systems)
+        del corpus
+        gc.collect()
+    return out
+
+
+def format_growth(results: dict[int, list[SpeedRow]]) -> str:
+    """Seconds, documents/s and peak MiB per system and size, and each system's growth exponent."""
+    sizes = sorted(results)
+    systems = [r.system for r in results[sizes[0]]]
+    head = "| system | " + " | ".join(f"{n:,} docs: s / docs/s / MiB" for n in sizes) + " | growth exponent |"
+    lines = [head, "|---|" + "---:|" * (len(sizes) + 1)]
+    for name in systems:
+        cells, secs = [], []
+        for n in sizes:
+            r = next(x for x in results[n] if x.system == name)
+            if r.false_removals < 0:
+                cells.append("not run")
+                secs.append(float("nan"))
+            else:
+                cells.append(f"{r.seconds:,.1f} / {r.docs_per_s:,.0f} / {r.peak_mib:,.0f}")
+                secs.append(r.seconds)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {growth_exponent(sizes, secs):.2f} |")
+    return "\n".join(lines)
+
+
+def growth_svg(results: dict[int, list[SpeedRow]]) -> str:
+    """Seconds against documents, log-log, one line per system."""
+    from semhash_llm.bench.plot import line_chart_svg
+
+    sizes = sorted(results)
+    series: dict[str, list[tuple[float, float]]] = {}
+    for n in sizes:
+        for r in results[n]:
+            if r.false_removals >= 0:
+                series.setdefault(r.system, []).append((float(n), r.seconds))
+    return line_chart_svg(series, title="Whole-process time as the corpus grows (2 KB documents)",
+                          x_label="documents", y_label="seconds")
 
 
 def add_speed_arguments(p: argparse.ArgumentParser) -> None:
@@ -277,10 +442,12 @@ def add_speed_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--near-fraction", type=float, default=0.1)
     g.add_argument("--replace-rate", type=float,
                    help="near copies with exactly this share of words replaced (e.g. 0.03) instead of 0.5-2%% edits")
-    g.add_argument("--speed-systems", default="semhash-llm,semhash-llm+sph,rensa,datasketch",
+    g.add_argument("--speed-systems", default="semhash-llm,semhash-llm+sph,rensa,datasketch,datatrove",
                    help="comma list of: " + ", ".join(SYSTEMS))
     g.add_argument("--speed-seed", type=int, default=0)
     g.add_argument("--speed-json", help="also write the rows as JSON to this path")
+    g.add_argument("--sizes", help="comma list of corpus sizes for the growth table (e.g. 10000,100000,1000000)")
+    g.add_argument("--plot", help="with --sizes: write the growth curves as SVG to this path")
 
 
 def run_speed_command(args: argparse.Namespace) -> int:
@@ -289,6 +456,22 @@ def run_speed_command(args: argparse.Namespace) -> int:
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f"unknown system(s) {', '.join(unknown)}; expected any of {', '.join(SYSTEMS)}")
+    if getattr(args, "sizes", None):
+        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+        if not sizes or min(sizes) < 100:
+            raise ValueError(f"--sizes needs corpus sizes of at least 100 documents; got {args.sizes!r}")
+        results = run_growth(sizes, systems, args.doc_chars, args.speed_seed)
+        for n in sorted(results):
+            print(f"\n{n:,} documents:")
+            print(format_table(results[n], n))
+        print("\n" + format_growth(results))
+        if args.plot:
+            Path(args.plot).write_text(growth_svg(results), encoding="utf-8")
+            print(f"growth curves: {args.plot}")
+        if args.speed_json:
+            Path(args.speed_json).write_text(json.dumps({str(n): [asdict(r) for r in rows] for n, rows in
+                                                        results.items()}, indent=2) + "\n", encoding="utf-8")
+        return 0
     t0 = time.perf_counter()
     corpus = make_speed_corpus(args.docs, args.doc_chars, args.near_fraction, args.hot_copies, args.speed_seed,
                                args.replace_rate)
