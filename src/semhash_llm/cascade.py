@@ -437,8 +437,8 @@ def _pair_table(log: dict[str, np.ndarray], ids: pa.Array) -> pa.Table:
     columns: dict[str, Any] = {"id_a": ids.take(pa.array(a)), "id_b": ids.take(pa.array(b))}
     for name, values in log.items():
         if name not in ("a", "b"):
-            columns[name] = pa.array(np.asarray(values).tolist() if np.asarray(values).dtype.kind in "OU"
-                                     else np.asarray(values))
+            arr = np.asarray(values)
+            columns[name] = pa.array(arr.tolist() if arr.dtype.kind in "OU" else arr)  # strings as Arrow strings
     return pa.table(columns)
 
 
@@ -462,8 +462,8 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         sigs, rows = signatures()
         where = np.full(n, -1, dtype=np.int64)
         where[rows] = np.arange(rows.size, dtype=np.int64)
-        contain = isinstance(stage, AWMinHashStage) and cfg.select.cover_containment < 1.0
-        sig_rows.append((sigs, where, stage.masses() if isinstance(stage, AWMinHashStage) and contain else None))
+        mass = stage.masses() if isinstance(stage, AWMinHashStage) and cfg.select.cover_containment < 1.0 else None
+        sig_rows.append((sigs, where, mass))
         floors.append(floor)
     if "sph" in stages:
         floors.append(cfg.sph.min_jaccard)

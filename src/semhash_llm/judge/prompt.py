@@ -74,6 +74,10 @@ _EXAMPLES: tuple[tuple[str, str, bool, str], ...] = (
 )
 
 _MARKERS = re.compile(r"</?\s*document[_\s]*[12]\s*>", re.IGNORECASE)
+# Chat-template control sequences a document could carry to open a turn of its own when the
+# prompt is tokenized with special tokens (ChatML, Llama 3, Mistral, Gemma, plain BOS/EOS).
+_CONTROL = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?s>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
+                      re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,9 @@ class Verdict:
 
 
 def sanitize(text: str) -> str:
-    """The document as data: the block markers removed (a document cannot close its block)."""
-    return _MARKERS.sub(" ", text)
+    """The document as data: the block markers and chat-template control sequences removed (a
+    document can neither close its block nor open a turn of its own)."""
+    return _CONTROL.sub(" ", _MARKERS.sub(" ", text))
 
 
 def truncate_fairly(text: str, max_chars: int) -> str:
