@@ -21,7 +21,7 @@ from pathlib import Path
 
 from semhash_llm import PipelineConfig, deduplicate
 from semhash_llm.bench.scorer import score
-from semhash_llm.bench.truth import GroundTruth, read_corpus
+from semhash_llm.bench.truth import GroundTruth, duplicate_pair_test, read_corpus
 from semhash_llm.judge.prompt import Verdict
 from semhash_llm.stages import judge as judge_stage
 
@@ -38,8 +38,7 @@ def main() -> None:
     first_id: dict[str, str] = {}
     for r in records:
         first_id.setdefault(str(r["text"]), str(r["id"]))
-    group = {m: g.group_id for g in truth.groups for m in g.members}
-    contained = {frozenset((c.child, c.parent)) for c in truth.containments}
+    is_duplicate = duplicate_pair_test(truth)
 
     class Oracle:
         backend = "oracle"
@@ -49,8 +48,7 @@ def main() -> None:
         def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
             out = []
             for a, b in pairs:
-                x, y = first_id[a], first_id[b]
-                dup = (group.get(x) is not None and group.get(x) == group.get(y)) or frozenset((x, y)) in contained
+                dup = is_duplicate(first_id[a], first_id[b])
                 out.append(Verdict.from_probability(args.confidence if dup else 1.0 - args.confidence))
             return out
 

@@ -118,6 +118,20 @@ def test_fusion_weighs_each_side_by_its_confidence() -> None:
     assert order.tolist() == [1, 2, 0]
 
 
+def test_roc_auc_counts_ties_as_half() -> None:
+    from semhash_llm.sph.evaluate import roc_auc
+
+    rng = np.random.default_rng(0)
+    label = (rng.random(300) < 0.4).astype(int)
+    for score in (rng.random(300), np.round(rng.random(300), 1)):  # without and with ties
+        pos, neg = score[label == 1], score[label == 0]
+        pairwise = ((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (
+            pos.size * neg.size)
+        assert roc_auc(score, label) == pytest.approx(pairwise)
+    assert roc_auc(np.array([0.9, 0.1, 0.5]), np.array([True, False, True])) == 1.0
+    assert np.isnan(roc_auc(np.array([0.1]), np.array([1])))
+
+
 def test_platt_fit_recovers_a_calibration() -> None:
     rng = np.random.default_rng(0)
     truth_a, truth_b = 2.0, -1.0

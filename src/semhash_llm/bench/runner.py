@@ -35,7 +35,7 @@ from semhash_llm.bench import baselines as bl
 from semhash_llm.bench.generator import SIZES, generate
 from semhash_llm.bench.scorer import FDR_LIMIT, WEIGHTS, ScoreResult, score
 from semhash_llm.bench.sources import DataError
-from semhash_llm.bench.truth import GroundTruth
+from semhash_llm.bench.truth import GroundTruth, duplicate_pair_test
 
 logger = logging.getLogger(__name__)
 
@@ -404,12 +404,11 @@ def judge_summary(report: dict[str, Any] | None, pairs: pa.Table | None, truth: 
     row = next((r for r in report.get("funnel", []) if r.get("stage") == "judge"), None)
     if row is None:
         return None
-    group = {m: g.group_id for g in truth.groups for m in g.members}
-    contained = {frozenset((c.child, c.parent)) for c in truth.containments}
+    is_duplicate = duplicate_pair_test(truth)
     semantic = {frozenset(p) for p in truth.semantic_pairs}
 
     def truly(x: str, y: str) -> str:
-        if (group.get(x) is not None and group.get(x) == group.get(y)) or frozenset((x, y)) in contained:
+        if is_duplicate(x, y):
             return "duplicate"
         return "semantic" if frozenset((x, y)) in semantic else "distinct"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ __all__ = [
     "GroundTruth",
     "TruthError",
     "read_corpus",
+    "duplicate_pair_test",
     "write_corpus",
 ]
 
@@ -287,6 +288,19 @@ class GroundTruth:
         if texts is not None and len(texts) != len(docs):
             extra = sorted(set(texts) - set(docs))[:5]
             raise TruthError(f"corpus has {len(texts)} documents, truth {len(docs)}; e.g. not in truth: {extra}")
+
+
+def duplicate_pair_test(truth: GroundTruth) -> Callable[[str, str], bool]:
+    """``is_duplicate(x, y)``: whether two documents are duplicates by the truth — members of one
+    A–C group, or a containment (D) pair."""
+    group = {m: g.group_id for g in truth.groups for m in g.members}
+    contained = {frozenset((c.child, c.parent)) for c in truth.containments}
+
+    def is_duplicate(x: str, y: str) -> bool:
+        gx = group.get(x)
+        return (gx is not None and gx == group.get(y)) or frozenset((x, y)) in contained
+
+    return is_duplicate
 
 
 def read_corpus(path: Path) -> list[dict[str, object]]:

@@ -246,7 +246,6 @@ class LocalJudge:
         try:
             if self.mode == "logprob":
                 return Verdict.from_probability(self._next_token_yes(self._format(messages=messages).prompt))
-            self.llm.reset()
             reply = self.llm.create_chat_completion(messages=messages, max_tokens=80, temperature=0.0)
         except (ValueError, RuntimeError) as exc:  # a prompt past the context, a decode failure
             logger.warning("local judge failed on a pair: %s", exc)

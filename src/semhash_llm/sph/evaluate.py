@@ -49,6 +49,19 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
+    """Area under the ROC curve of ``score`` for ``label == 1`` against ``label == 0`` (the
+    Mann-Whitney statistic; tied scores count one half); NaN when a class is empty."""
+    score, label = np.asarray(score, dtype=np.float64), np.asarray(label)
+    pos = int(np.count_nonzero(label == 1))
+    neg = int(np.count_nonzero(label == 0))
+    if pos == 0 or neg == 0:
+        return float("nan")
+    both = (label == 1) | (label == 0)
+    ranks = _ranks(score[both]) + 1.0  # 1-based
+    return float((ranks[label[both] == 1].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman rank correlation (average ranks for ties)."""
     return pearson(_ranks(x), _ranks(y))

@@ -30,7 +30,7 @@ from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
 __all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
-           "Deferral", "deferral"]
+           "Deferral", "deferral", "read_pair_texts"]
 
 
 class DocStatus:
@@ -173,6 +173,14 @@ class Deferral:
     row: np.ndarray
     share: float
     buffer: Deferred
+
+
+def read_pair_texts(read_texts: Callable[[np.ndarray], list[str]], a: np.ndarray, b: np.ndarray
+                    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Re-read every distinct document of the pairs ``(a[i], b[i])`` once: the texts, and each
+    pair's two positions in them (``texts[ia[i]]``, ``texts[ib[i]]``)."""
+    docs = np.unique(np.concatenate([a, b]))
+    return read_texts(docs), np.searchsorted(docs, a), np.searchsorted(docs, b)
 
 
 def deferral(ctx: DecideContext, rows: np.ndarray) -> Deferral:

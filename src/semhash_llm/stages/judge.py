@@ -39,7 +39,7 @@ from semhash_llm.judge.cache import JudgeCache, pair_key
 from semhash_llm.judge.fusion import calibrate, fuse, route_order
 from semhash_llm.judge.prompt import PROMPT_VERSION, Verdict
 from semhash_llm.sketch.unionfind import uf_find, uf_union
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, read_pair_texts
 from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, Referred
 
 __all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "Calibration", "default_cache_path", "shipped_calibration_path",
@@ -131,6 +131,8 @@ class JudgeStage:
     """Nothing while streaming; after the verifier, the uncertain pairs judged, fused and linked."""
 
     name = "judge"
+    adjudicates = True
+    """The verifier hands its uncertain pairs to a stage that says so, instead of linking them."""
 
     def __init__(self, config: JudgeConfig, judge: Judge | None = None) -> None:
         self.config = config
@@ -150,10 +152,6 @@ class JudgeStage:
         whether it was linked, the verifier's own decision and the outcome (``judged``,
         ``cached``, ``budget``, ``failed:<kind>``)."""
         return self.log_
-
-    def adjudicate(self) -> bool:
-        """Marks this stage as the one that decides the verifier's uncertain pairs."""
-        return True
 
     def decide(self, ctx: DecideContext) -> Decision:
         t_start = time.perf_counter()
@@ -178,12 +176,10 @@ class JudgeStage:
             if ctx.read_texts is None:
                 raise RuntimeError("the judge re-reads the texts of the pairs it checks, and this source cannot be "
                                    "read again; pass files (or run without --judge)")
-            docs = np.unique(np.concatenate([a[routed], b[routed]]))
-            texts = ctx.read_texts(docs)
-            ia, ib = np.searchsorted(docs, a[routed]), np.searchsorted(docs, b[routed])
+            texts, ia, ib = read_pair_texts(ctx.read_texts, a[routed], b[routed])
             pairs = [(texts[x], texts[y]) for x, y in zip(ia.tolist(), ib.tolist())]
-            model, prompt = self.judge_.model_id, f"{PROMPT_VERSION}/{cfg.mode}"
-            keys = [pair_key(x, y, f"{self.judge_.backend}:{model}", prompt) for x, y in pairs]
+            model, prompt = f"{self.judge_.backend}:{self.judge_.model_id}", f"{PROMPT_VERSION}/{cfg.mode}"
+            keys = [pair_key(x, y, model, prompt) for x, y in pairs]
             found = self.cache_.get_many(keys) if self.cache_ is not None else {}
             ask: list[int] = []
             for j, key in enumerate(keys):
@@ -219,7 +215,7 @@ class JudgeStage:
                         outcome[routed[j]] = "judged"
                         good.append((keys[j], verdict))
                 if self.cache_ is not None:
-                    self.cache_.put_many(good, f"{self.judge_.backend}:{model}", prompt)
+                    self.cache_.put_many(good, model, prompt)
         cal = self.calibration_
         have = np.isfinite(p_judge)
         p_cal = np.full(n_ref, np.nan)

@@ -56,7 +56,7 @@ import numpy as np
 
 from semhash_llm.config import NormalizeConfig, PassageConfig
 from semhash_llm.sketch.spill import KeyOccurrences
-from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch, read_pair_texts
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.lines import span_line_cues
 from semhash_llm.text.normalize import char_classes
@@ -477,9 +477,8 @@ class PassageStage:
             logger.warning("passages: %d candidate(s) of short children not checked (the source cannot be re-read); "
                            "none of them is counted as contained", a.size)
             return np.zeros(a.size, np.bool_), 0
-        docs = np.unique(np.concatenate([a, b]))
-        texts = dict(zip(docs.tolist(), ctx.read_texts(docs)))
-        for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        texts, ia, ib = read_pair_texts(ctx.read_texts, a, b)
+        for k, (x, y) in enumerate(zip(ia.tolist(), ib.tolist())):
             self.short_scores_[k] = shingle_containment(texts[x], texts[y], config=self.normalize)
         return self.short_scores_ >= cfg.short_containment, int(a.size)
 

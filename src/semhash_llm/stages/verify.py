@@ -43,7 +43,7 @@ import numpy as np
 from semhash_llm.config import ConfigError, NormalizeConfig, VerifierConfig
 from semhash_llm.sketch.lsh import Deferred
 from semhash_llm.sketch.unionfind import cluster_roots, uf_find, uf_union
-from semhash_llm.stages.base import DecideContext, Decision, Deferral, Edges, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, Deferral, Edges, StreamBatch, read_pair_texts
 
 __all__ = ["VerifierStage", "VERIFIED_EDGE_KIND", "Referred", "shipped_verifier_path"]
 
@@ -83,7 +83,7 @@ class Referred:
 
 def _judge_follows(ctx: DecideContext) -> bool:
     """Whether a stage that adjudicates uncertain pairs (the judge) runs after the verifier."""
-    return any(callable(getattr(stage, "adjudicate", None)) for stage in ctx.stages.values())
+    return any(getattr(stage, "adjudicates", False) is True for stage in ctx.stages.values())
 
 
 class VerifierStage:
@@ -273,9 +273,7 @@ class VerifierStage:
         model's seconds)."""
         from semhash_llm.verify.features import char_jaccard_indexed
 
-        docs = np.unique(np.concatenate([a, b]))
-        texts = read_texts(docs)
-        ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
+        texts, ia, ib = read_pair_texts(read_texts, a, b)
         keep = char_jaccard_indexed(texts, ia, ib) >= self.config.screen
         if not keep.any():
             return keep, np.empty(0, np.float64), np.empty(0, np.float64), 0.0

@@ -24,19 +24,12 @@ import numpy as np
 from semhash_llm.judge.backends import Judge
 from semhash_llm.judge.fusion import calibrate, fit_platt
 from semhash_llm.judge.prompt import PROMPT_VERSION
+from semhash_llm.sph.evaluate import roc_auc
 from semhash_llm.train.pairs import make_pairs
 
 __all__ = ["calibrate_judge", "add_train_judge_arguments", "run_train_judge_command"]
 
 _PAIR_SEED_OFFSET = 7919  # the verifier's pairs use the seed itself: the judge sees other pairs
-
-
-def _auc(score: np.ndarray, label: np.ndarray) -> float:
-    pos, neg = score[label == 1], score[label == 0]
-    if not pos.size or not neg.size:
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (pos.size * neg.size))
 
 
 def calibrate_judge(judge: Judge, documents: Sequence[str], out: str | Path, per_kind: int = 15, seed: int = 0,
@@ -85,7 +78,7 @@ def calibrate_judge(judge: Judge, documents: Sequence[str], out: str | Path, per
         "pairs_heldout": int(use_eval.sum()),
         "failures": failures,
         "heldout": {
-            "roc_auc": round(_auc(ev_raw, ev_y), 4),
+            "roc_auc": round(roc_auc(ev_raw, ev_y), 4),
             "accuracy_raw_at_0.5": round(float(((ev_raw >= 0.5) == (ev_y == 1)).mean()), 4),
             "accuracy_calibrated_at_0.5": round(float(((ev_cal >= 0.5) == (ev_y == 1)).mean()), 4),
             "brier_raw": round(float(np.mean((ev_raw - ev_y) ** 2)), 4),

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from semhash_llm.sph.evaluate import roc_auc
 from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, TrainingPair, make_pairs
 
 __all__ = ["train_verifier", "add_train_verifier_arguments", "run_train_verifier_command", "IMITATES", "SCREEN"]
@@ -46,16 +47,6 @@ SCREEN = 0.3
 #: The duplicate type each hard-negative family imitates (its contrastive margin).
 IMITATES: dict[str, str] = {"word_swap": "B", "entity_swap": "B", "word_replace": "C", "negation": "C",
                             "same_template": "A", "same_topic": "D", "shared_passage": "E"}
-
-
-def _roc_auc(score: np.ndarray, label: np.ndarray) -> float:
-    pos, neg = score[label == 1], score[label == 0]
-    if pos.size == 0 or neg.size == 0:
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="stable")
-    ranks = np.empty(order.size, dtype=np.float64)
-    ranks[order] = np.arange(1, order.size + 1)
-    return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
 
 
 def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int = 1000, heldout: float = 0.2,
@@ -171,8 +162,8 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
                     "false_accept_rate": round(float(accept[y == 0].mean()), 4)}
     scores: dict[str, Any] = {
         "accuracy": round(float(((prob > 0.5).astype(np.int64) == y).mean()), 4),
-        "roc_auc": round(_roc_auc(prob, y), 4),
-        "mc_variance_auc_for_wrong": round(_roc_auc(var.numpy(), wrong), 4),
+        "roc_auc": round(roc_auc(prob, y), 4),
+        "mc_variance_auc_for_wrong": round(roc_auc(var.numpy(), wrong), 4),
         "at_threshold": at,
         "per_kind_accuracy": {k: round(float(((prob[kinds == k] > 0.5).astype(np.int64) == y[kinds == k]).mean()), 4)
                               for k in (*POSITIVE_TYPES, *NEGATIVE_FAMILIES) if (kinds == k).any()},
