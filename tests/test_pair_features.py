@@ -43,3 +43,31 @@ def test_char_jaccard_and_errors() -> None:
         pair_features(["a", "b"], ["a"])
     with pytest.raises(ValueError, match="1 left texts but 0 right"):
         char_jaccard(["a"], [])
+
+
+def test_screen_pairs_equals_char_jaccard_in_bounded_chunks() -> None:
+    """The verifier's screen keeps trigram codes, reads documents a chunk at a time, and gives
+    exactly :func:`char_jaccard`, edge cases included (empty, one or two characters, case
+    folding that changes length, astral code points, NUL)."""
+    from semhash_llm.verify.features import char_trigram_codes, char_trigrams, screen_pairs
+
+    rng = np.random.default_rng(3)
+    words = ["alpha", "beta", "gamma", "delta", "Alpha", "BETA", "日本", "語", "😀", "x\x00y"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(1, 12))).tolist()) for _ in range(60)]
+    texts += ["", " ", "a", "ab", "Ab", "İ", "İstanbul", "abc", "\t\n"]
+    a = rng.integers(0, len(texts), 3000)
+    b = rng.integers(0, len(texts), 3000)
+    calls: list[int] = []
+
+    def read(docs: np.ndarray) -> list[str]:
+        calls.append(int(docs.size))
+        return [texts[i] for i in docs.tolist()]
+
+    got = screen_pairs(read, a, b, chunk_docs=7)
+    want = char_jaccard([texts[i] for i in a.tolist()], [texts[i] for i in b.tolist()])
+    np.testing.assert_array_equal(got, want)
+    assert max(calls) <= 7 and sum(calls) == np.unique(np.concatenate([a, b])).size
+    for t in texts:
+        assert char_trigram_codes(t).size == len(char_trigrams(t))
+    with pytest.raises(ValueError, match="left documents"):
+        screen_pairs(read, a, b[:-1])

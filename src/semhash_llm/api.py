@@ -20,7 +20,9 @@ import pyarrow.compute as pc
 
 from semhash_llm import __version__
 from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rss_mb
+from semhash_llm.checkpoint import CHECKPOINT_DIR
 from semhash_llm.config import PipelineConfig
+from semhash_llm.faults import failpoint
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
@@ -148,6 +150,8 @@ def build_report(state: CascadeState, config: PipelineConfig, inputs: Sequence[s
         "ignored_files": [i.as_dict() for i in source.ignored] if source is not None else [],
         "summary": _summary(state),
         "funnel": [s.as_dict() for s in state.funnel],
+        "resumed_stages": list(state.resumed_stages),
+        **({"resume_note": f"not resumed: {state.resume_note}; started afresh"} if state.resume_note else {}),
         "seconds": round(seconds, 3),
         "documents_per_second": round(n / seconds, 1) if seconds > 0 else None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
@@ -174,8 +178,8 @@ class Deduplicator:
         self.config = config or PipelineConfig()
         self.progress = progress
 
-    def _run(self, source: Source) -> CascadeState:
-        return Cascade(self.config, self.progress).run(source)
+    def _run(self, source: Source, checkpoint_dir: Path | None = None) -> CascadeState:
+        return Cascade(self.config, self.progress, checkpoint_dir).run(source)
 
     def run(self, inputs: Sequence[str | Path], output: str | Path) -> DedupResult:
         """Deduplicate files/directories/globs and write the output contract into ``output``."""
@@ -185,10 +189,11 @@ class Deduplicator:
         source = FileSource(scan.files, cfg.reader, scan.ignored)
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        state = self._run(source)
+        state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None)
         table = state.documents_table()
         t_write = time.perf_counter()
         write_documents(out / "documents.parquet", table, cfg.output.compression_level)
+        failpoint("during", "write")
         kept_path: Path | None = None
         kept_rows = 0
         if cfg.output.write_kept:
@@ -222,6 +227,9 @@ class Deduplicator:
         write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
                                          "semhash_llm_version": __version__})
         write_json(out / "report.json", report)
+        failpoint("after", "write")
+        if state.checkpoints is not None:
+            state.checkpoints.remove()
         logger.info("deduplicated %d documents in %.1fs: %s", state.num_documents, report["seconds"],
                     report["summary"])
         return DedupResult(documents=table, report=report, output_dir=out, pair_logs=state.pair_logs)

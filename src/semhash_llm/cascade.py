@@ -16,18 +16,21 @@ import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from semhash_llm.checkpoint import Checkpoints, input_fingerprint, pack_handoff, unpack_handoff
 from semhash_llm.config import PipelineConfig
+from semhash_llm.faults import failpoint
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
 from semhash_llm.select import EDGE_KINDS, CoverFn, Selection, refine_by_cover, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
-from semhash_llm.stages.base import DecideContext, DocStatus, Edges, Fragments, Stage, StreamBatch
+from semhash_llm.stages.base import DecideContext, Decision, DocStatus, Edges, Fragments, Stage, StreamBatch
 from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
@@ -116,6 +119,11 @@ class CascadeState:
     seconds: float
     pair_logs: dict[str, pa.Table] = field(default_factory=dict)
     """Per-pair records of stages that keep them (the judge: every pair it was referred), by stage name."""
+    resumed_stages: list[str] = field(default_factory=list)
+    """The steps reused from an interrupted run's checkpoints (empty on a fresh run)."""
+    resume_note: str | None = None
+    """Why an interrupted run's checkpoints were not used (changed input or config), if so."""
+    checkpoints: Checkpoints | None = None
 
     @property
     def num_documents(self) -> int:
@@ -244,9 +252,12 @@ def _judge_stage(config: PipelineConfig) -> Stage:
 class Cascade:
     """Runs the configured stages over a source: a loop over :class:`~semhash_llm.stages.base.Stage` objects."""
 
-    def __init__(self, config: PipelineConfig, progress: ProgressCallback | None = None) -> None:
+    def __init__(self, config: PipelineConfig, progress: ProgressCallback | None = None,
+                 checkpoint_dir: str | Path | None = None) -> None:
         self.config = config
         self.progress = progress
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        """Where each step's output is kept so that an interrupted run resumes (``None``: not kept)."""
 
     def _tick(self, stage: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:
@@ -297,6 +308,8 @@ class Cascade:
             n += size
             read.docs_in = n
             self._tick("read", n)
+            failpoint("during", "read")
+        failpoint("after", "read")
         st_status = status.view()
         read.docs_out = int(np.count_nonzero(st_status == DocStatus.OK))
         read.docs_removed = len(skip_reasons)
@@ -316,12 +329,25 @@ class Cascade:
             return [texts[pos[d]] for d in np.asarray(docs, dtype=np.int64).tolist()]
 
         ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages}, read_texts, self._tick)
+        ck = self._checkpoints(source)
+        resumed: list[str] = []
         edge_parts: list[Edges] = []
         fragment_parts: list[Fragments] = []
         children = np.zeros(n, dtype=np.bool_)
         for i, stage in enumerate(stages):
             t1 = time.perf_counter()
-            decision = stage.decide(ctx)
+            if ck is not None and ck.has(i + 1, stage.name):
+                decision, saved_seconds = _restore_decision(ck, i + 1, stage, ctx)
+                stream_seconds[stage.name] = 0.0
+                resumed.append(stage.name)
+            else:
+                failpoint("during", stage.name)
+                decision = stage.decide(ctx)
+                saved_seconds = None
+                if ck is not None:
+                    _save_decision(ck, i + 1, stage, decision, ctx,
+                                   stream_seconds[stage.name] + time.perf_counter() - t1)
+                failpoint("after", stage.name)
             if decision.refeature.size:
                 # Documents this stage claimed wrongly (Bloom false positives): the later stages
                 # compute their features now, from the source, before they decide.
@@ -329,7 +355,8 @@ class Cascade:
                                            ordinal.view(), st_status, classes)
                 decision.details["repaired_false_positives"] = repaired
             row = rows[stage.name]
-            row.seconds = stream_seconds[stage.name] + time.perf_counter() - t1
+            row.seconds = (stream_seconds[stage.name] + time.perf_counter() - t1 if saved_seconds is None
+                           else saved_seconds)
             row.docs_in = decision.docs_in
             row.docs_removed = len(decision.edges)
             row.docs_out = row.docs_in - row.docs_removed
@@ -343,16 +370,34 @@ class Cascade:
 
         # ---- cluster and select
         t4 = time.perf_counter()
-        edges = Edges.concat(edge_parts)
-        roots = ctx.union_find.roots()
-        reclustered = 0
-        if cfg.select.cover_check and len(edges):
-            roots, kept_edges, reclustered = refine_by_cover(
-                roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select, children,
-                _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts))
-            edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges], edges.kind[kept_edges])
-        selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
-                                     prios.view(), cfg.select, children)
+        select_step = len(stages) + 1
+        ver = next((st for st in stages if isinstance(st, VerifierStage)), None)
+        if ck is not None and ck.has(select_step, "select"):
+            arrays, meta = ck.load(select_step, "select")
+            selection = Selection(arrays["keeper"], arrays["cluster_size"], arrays["via_kind"], arrays["via_score"])
+            reclustered = int(meta["reclustered"])
+            cover_counts = (int(meta["cover_pairs"]), int(meta["cover_accepted"]))
+            resumed.append("select")
+        else:
+            failpoint("during", "select")
+            edges = Edges.concat(edge_parts)
+            roots = ctx.union_find.roots()
+            reclustered = 0
+            if cfg.select.cover_check and len(edges):
+                roots, kept_edges, reclustered = refine_by_cover(
+                    roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select,
+                    children, _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts))
+                edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges],
+                              edges.kind[kept_edges])
+            selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
+                                         prios.view(), cfg.select, children)
+            cover_counts = (ver.cover_pairs_, ver.cover_accepted_) if ver is not None else (0, 0)
+            if ck is not None:
+                ck.save(select_step, "select", {"keeper": selection.keeper, "cluster_size": selection.cluster_size,
+                                                "via_kind": selection.via_kind, "via_score": selection.via_score},
+                        {"reclustered": reclustered, "cover_pairs": cover_counts[0],
+                         "cover_accepted": cover_counts[1]})
+            failpoint("after", "select")
         fragments = Fragments.concat(fragment_parts)
         survives = selection.keeper[fragments.doc] == fragments.doc  # cuts apply to kept documents only
         fragments = Fragments(fragments.doc[survives], fragments.start[survives], fragments.end[survives])
@@ -367,10 +412,9 @@ class Cascade:
                              "keep_policy": cfg.select.keep}
         if cfg.select.cover_check:
             st_select.details["cover_check_reclustered"] = reclustered
-            ver = next((st for st in stages if isinstance(st, VerifierStage)), None)
             if ver is not None:
-                st_select.details["cover_check_pairs_verified"] = ver.cover_pairs_
-                st_select.details["cover_check_pairs_verifier_accepted"] = ver.cover_accepted_
+                st_select.details["cover_check_pairs_verified"] = cover_counts[0]
+                st_select.details["cover_check_pairs_verifier_accepted"] = cover_counts[1]
         ids = pa.concat_arrays(id_chunks) if id_chunks else pa.array([], pa.string())
         _check_unique_ids(ids, file_index.view(), ordinal.view(), source)
         pair_logs: dict[str, pa.Table] = {}
@@ -383,8 +427,23 @@ class Cascade:
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection, fragments=fragments,
             funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
-            pair_logs=pair_logs,
+            pair_logs=pair_logs, resumed_stages=resumed, resume_note=ck.fresh_reason if ck is not None else None,
+            checkpoints=ck,
         )
+
+    def _checkpoints(self, source: Source) -> Checkpoints | None:
+        """This run's checkpoints (opened: another input's or config's removed), or ``None``."""
+        if self.checkpoint_dir is None:
+            return None
+        fingerprint = input_fingerprint(source)
+        if fingerprint is None:
+            return None
+        ck = Checkpoints(self.checkpoint_dir, fingerprint, self.config.fingerprint())
+        found = ck.open()
+        if found:
+            logger.info("resuming: %d completed step(s) found in %s: %s", len(found), self.checkpoint_dir,
+                        ", ".join(found))
+        return ck
 
     def _refeature(self, source: Source, stages: Sequence[Stage], docs: np.ndarray, file_index: np.ndarray,
                    ordinal: np.ndarray, status: np.ndarray, classes: np.ndarray) -> int:
@@ -428,6 +487,37 @@ class Cascade:
         order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
         index = np.asarray(got_docs, dtype=np.int64)[order]
         return index, [got_texts[k] for k in order.tolist()]
+
+
+def _save_decision(ck: Checkpoints, order: int, stage: Stage, decision: Decision, ctx: DecideContext,
+                   seconds: float) -> None:
+    """Keep a stage's decision, the union-find after it and its hand-off state (one step)."""
+    e, fr = decision.edges, decision.fragments
+    arrays = {"edges_a": e.a, "edges_b": e.b, "edges_score": e.score, "edges_kind": e.kind,
+              "refeature": decision.refeature, "children": decision.children, "fragments_doc": fr.doc,
+              "fragments_start": fr.start, "fragments_end": fr.end, "union_find": ctx.union_find.parent_}
+    handoff, scalars = pack_handoff(stage)
+    arrays.update(handoff)
+    ck.save(order, stage.name, arrays, {"docs_in": decision.docs_in, "pairs_in": decision.pairs_in,
+                                        "pairs_out": decision.pairs_out, "details": decision.details,
+                                        "handoff": scalars, "seconds": seconds})
+
+
+def _restore_decision(ck: Checkpoints, order: int, stage: Stage, ctx: DecideContext) -> tuple[Decision, float]:
+    """A stage's kept decision, with the union-find and the stage's hand-off state set as it left them."""
+    arrays, meta = ck.load(order, stage.name)
+    parent = arrays["union_find"]
+    if parent.shape != ctx.union_find.parent_.shape:
+        raise RuntimeError(f"checkpoint {stage.name!r} holds {parent.size} documents, the run {ctx.num_docs}")
+    ctx.union_find.parent_[:] = parent
+    unpack_handoff(stage, arrays, meta["handoff"])
+    decision = Decision(Edges(arrays["edges_a"], arrays["edges_b"], arrays["edges_score"], arrays["edges_kind"]),
+                        docs_in=int(meta["docs_in"]), pairs_in=int(meta["pairs_in"]), pairs_out=int(meta["pairs_out"]),
+                        details={**meta["details"], "resumed": True}, refeature=arrays["refeature"],
+                        children=arrays["children"],
+                        fragments=Fragments(arrays["fragments_doc"], arrays["fragments_start"],
+                                            arrays["fragments_end"]))
+    return decision, float(meta["seconds"])
 
 
 def _pair_table(log: dict[str, np.ndarray], ids: pa.Array) -> pa.Table:

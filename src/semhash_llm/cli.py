@@ -172,6 +172,10 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", dest="output.format", choices=["parquet", "jsonl"], help="format of the kept output")
     g.add_argument("--no-kept", dest="output.write_kept", action="store_const", const=False,
                    help="write only documents.parquet and report.json")
+    g.add_argument("--no-resume", dest="output.resume", action="store_const", const=False,
+                   help="keep no checkpoints: a run killed and started again starts from the beginning (default: "
+                   "each step's output is kept in OUT/.checkpoints until the run completes, and a run started again "
+                   "with the same command, input and config reuses the completed steps)")
     p.add_argument("--only", metavar="STAGES",
                    help="run only these stages, by their funnel names, comma-separated (see `semhash-llm stages`); "
                         "--only bloom,lsh is the lexical path the speed benchmark compares with the peers")

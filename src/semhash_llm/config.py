@@ -430,7 +430,9 @@ class VerifierConfig:
     are counted as uncertain (the LLM judge's input). ``model_path``: a ``verifier.pt`` written
     by ``semhash-llm train verifier``; ``None`` uses the weights shipped in the package.
     ``max_deferred_per_doc`` bounds the deferral buffers (pairs beyond it are settled by their
-    hash score, as without a verifier, and counted).
+    hash score, as without a verifier, and counted). ``screen_chunk_docs``: how many documents
+    the screen re-reads at a time (it keeps their trigram codes, not their texts); it bounds
+    memory and does not change a result.
     """
 
     enabled: bool = True
@@ -444,6 +446,7 @@ class VerifierConfig:
     uncertain_margin: float = 0.1
     batch_size: int = 256
     max_deferred_per_doc: float = 8.0
+    screen_chunk_docs: int = 131_072
 
     def __post_init__(self) -> None:
         owner = "VerifierConfig"
@@ -459,6 +462,7 @@ class VerifierConfig:
         _check_float(owner, "uncertain_margin", self.uncertain_margin, 0.0, 1.0)
         _check_int(owner, "batch_size", self.batch_size, 1, 1_000_000)
         _check_float(owner, "max_deferred_per_doc", self.max_deferred_per_doc, 0.0, 10_000.0)
+        _check_int(owner, "screen_chunk_docs", self.screen_chunk_docs, 1, 1 << 40)
 
 
 @dataclass(frozen=True)
@@ -592,10 +596,14 @@ class OutputConfig:
     format: Literal["parquet", "jsonl"] = "parquet"
     write_kept: bool = True
     compression_level: int = 3
+    resume: bool = True
+    """Keep each step's output in ``OUT/.checkpoints`` so that a run killed and started again
+    with the same command continues where it stopped (:mod:`semhash_llm.checkpoint`)."""
 
     def __post_init__(self) -> None:
         _check_choice("OutputConfig", "format", self.format, ("parquet", "jsonl"))
         _check_bool("OutputConfig", "write_kept", self.write_kept)
+        _check_bool("OutputConfig", "resume", self.resume)
         _check_int("OutputConfig", "compression_level", self.compression_level, 1, 22)
 
 

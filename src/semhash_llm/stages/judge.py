@@ -131,6 +131,8 @@ class JudgeStage:
     """Nothing while streaming; after the verifier, the uncertain pairs judged, fused and linked."""
 
     name = "judge"
+    handoff_fields: tuple[str, ...] = ("log_",)
+    """Its pair log, written as judge_pairs.parquet after the run (restored on resume)."""
     adjudicates = True
     """The verifier hands its uncertain pairs to a stage that says so, instead of linking them."""
 

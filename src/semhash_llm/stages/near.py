@@ -44,6 +44,9 @@ class MinHashLSHStage:
     """Signatures while streaming; LSH linking after the stream."""
 
     name = "lsh"
+    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
+    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
+    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
 
     def __init__(self, config: MinHashConfig) -> None:
         self.config = config

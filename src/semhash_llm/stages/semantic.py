@@ -40,6 +40,9 @@ class SPHStage:
     """Codes while streaming; Hamming blocking and lexical confirmation after the stream."""
 
     name = "sph"
+    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
+    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
+    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
 
     def __init__(self, config: SPHConfig) -> None:
         self.config = config

@@ -12,9 +12,11 @@ After the linking stages, this stage:
 
 1. gathers their deferred pairs (de-duplicated, in a fixed order; pairs already joined by an
    accepted edge are skipped);
-2. re-reads the texts of the documents involved from the source;
-3. settles as *different, without the network* every pair whose character-trigram Jaccard is
-   below ``screen`` (:func:`semhash_llm.verify.features.char_jaccard`);
+2. re-reads the texts of the documents involved from the source, ``screen_chunk_docs`` at a
+   time, keeping only their character-trigram codes, and settles as *different, without the
+   network* every pair whose character-trigram Jaccard is below ``screen``
+   (:func:`semhash_llm.verify.features.screen_pairs`);
+3. re-reads the texts of the pairs that pass;
 4. runs MGFN on the rest, in batches: each document is encoded once (bytes, hashed tokens,
    the SPH student's embedding, document traits → the gated fusion), then ``mc_passes``
    Monte Carlo dropout passes of the projection head and the boundary network over every pair
@@ -90,6 +92,8 @@ class VerifierStage:
     """Token counts while streaming; deferred pairs verified by MGFN after the linking stages."""
 
     name = "mgfn"
+    handoff_fields: tuple[str, ...] = ("referred_",)
+    """The uncertain pairs the judge reads after this stage decided (restored on resume)."""
 
     def __init__(self, config: VerifierConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config
@@ -268,17 +272,18 @@ class VerifierStage:
 
     def _read_screen_predict(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """Re-read the pairs' texts, screen them by character-trigram Jaccard and run the model on
-        those that pass: (pass mask over the pairs, MC mean and variance of the passing ones, the
+        """Screen the pairs by character-trigram Jaccard (their documents re-read in bounded
+        chunks, only trigram codes kept) and run the model on those that pass, re-reading just
+        their texts: (pass mask over the pairs, MC mean and variance of the passing ones, the
         model's seconds)."""
-        from semhash_llm.verify.features import char_jaccard_indexed
+        from semhash_llm.verify.features import screen_pairs
 
-        texts, ia, ib = read_pair_texts(read_texts, a, b)
-        keep = char_jaccard_indexed(texts, ia, ib) >= self.config.screen
+        keep = screen_pairs(read_texts, a, b, self.config.screen_chunk_docs) >= self.config.screen
         if not keep.any():
             return keep, np.empty(0, np.float64), np.empty(0, np.float64), 0.0
+        texts, ia, ib = read_pair_texts(read_texts, a[keep], b[keep])
         t0 = time.perf_counter()
-        mean, var = self._predict(texts, ia[keep], ib[keep])
+        mean, var = self._predict(texts, ia, ib)
         return keep, mean, var, time.perf_counter() - t0
 
     def _predict(self, texts: list[str], ia: np.ndarray, ib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -101,6 +101,9 @@ class AWMinHashStage:
     """Weighted shingles and ICWS signatures while streaming; entropy-adaptive banding after."""
 
     name = "aw"
+    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
+    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
+    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
 
     def __init__(self, config: AWConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config

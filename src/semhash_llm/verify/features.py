@@ -19,14 +19,14 @@ candidate pair without the network.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 
+import numba as nb
 import numpy as np
 
 __all__ = ["FEATURE_NAMES", "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
-           "char_trigrams"]
+           "char_trigrams", "char_trigram_codes", "screen_pairs"]
 
 FEATURE_NAMES: tuple[str, ...] = (
     "char3_jaccard", "word_jaccard", "bigram_jaccard", "order_agreement", "displaced_words",
@@ -72,22 +72,109 @@ def char_jaccard_indexed(texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> 
                        dtype=np.float32, count=len(a))
 
 
-def _near_spelling(word: str, others: Sequence[str], letters: dict[str, Counter[str]]) -> bool:
-    """Whether ``others`` holds a word within a small edit of ``word`` (a typo or OCR slip):
-    ``SequenceMatcher`` ratio >= 0.75, tried only where the shared letters (a multiset bound of
-    that ratio, what ``SequenceMatcher.quick_ratio`` computes) can reach it. ``letters``: each
-    word's letter counts."""
-    n = len(word)
-    mine = letters[word]
-    for other in others:
-        m = len(other)
-        if abs(n - m) > 2 or (n <= 3 and m <= 3 and word != other):
+_SHORT_FLAG = np.uint64(1 << 63)
+
+
+def char_trigram_codes(text: str) -> np.ndarray:
+    """:func:`char_trigrams` as sorted distinct ``uint64`` codes, exact: a trigram's three code
+    points (21 bits each) packed into 63 bits; a text of one or two characters is its own code
+    with the top bit set. ``8`` bytes a trigram instead of a Python string in a set."""
+    t = _SPACES.sub(" ", text.lower()).strip()
+    if not t:
+        return np.empty(0, dtype=np.uint64)
+    c = np.frombuffer(t.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if c.size < 3:
+        code = c[0] << np.uint64(21) | (c[1] if c.size > 1 else np.uint64(0)) | _SHORT_FLAG
+        return np.array([code | np.uint64(c.size) << np.uint64(42)], dtype=np.uint64)
+    return np.unique(c[:-2] << np.uint64(42) | c[1:-1] << np.uint64(21) | c[2:])
+
+
+@nb.njit(cache=True)
+def _csr_jaccard(offsets: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:  # pragma: no cover
+    out = np.empty(a.size, dtype=np.float32)
+    for k in range(a.size):
+        i, iend = offsets[a[k]], offsets[a[k] + 1]
+        j, jend = offsets[b[k]], offsets[b[k] + 1]
+        na, nb_ = iend - i, jend - j
+        if na == 0 and nb_ == 0:
+            out[k] = 1.0
             continue
-        if 2 * sum((mine & letters[other]).values()) < 0.75 * (n + m):
-            continue
-        if SequenceMatcher(None, word, other, autojunk=False).ratio() >= 0.75:
-            return True
-    return False
+        inter = 0
+        while i < iend and j < jend:
+            x, y = codes[i], codes[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                i += 1
+            else:
+                j += 1
+        out[k] = inter / (na + nb_ - inter)
+    return out
+
+
+def screen_pairs(read_texts: Callable[[np.ndarray], list[str]], a: np.ndarray, b: np.ndarray,
+                 chunk_docs: int = 131_072) -> np.ndarray:
+    """:func:`char_jaccard` of the pairs of documents ``(a[i], b[i])`` (global indices), read
+    with ``read_texts`` ``chunk_docs`` documents at a time: only each document's trigram codes
+    (:func:`char_trigram_codes`) are kept, never all the texts at once, and a compiled merge
+    intersects them. The same values as :func:`char_jaccard`."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.size != b.size:
+        raise ValueError(f"screen_pairs: {a.size} left documents but {b.size} right documents")
+    docs = np.unique(np.concatenate([a, b]))
+    lengths = np.zeros(docs.size + 1, dtype=np.int64)
+    parts: list[np.ndarray] = []
+    for s in range(0, docs.size, chunk_docs):
+        for k, text in enumerate(read_texts(docs[s: s + chunk_docs])):
+            codes = char_trigram_codes(text)
+            lengths[s + k + 1] = codes.size
+            parts.append(codes)
+    offsets = np.cumsum(lengths)
+    codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    del parts
+    return _csr_jaccard(offsets, codes, np.searchsorted(docs, a), np.searchsorted(docs, b))
+
+
+def _near_spelled(mine: Sequence[str], theirs: Sequence[str], shared: np.ndarray) -> list[bool]:
+    """For each word of ``mine``: whether ``theirs`` holds a word within a small edit of it (a
+    typo or OCR slip): ``SequenceMatcher`` ratio >= 0.75, tried only where the lengths differ by
+    at most 2, not both words are of 3 letters or fewer, and the shared letters (``shared[i, j]``,
+    the size of the two words' letter-multiset intersection: a bound of that ratio, what
+    ``SequenceMatcher.quick_ratio`` computes) can reach it."""
+    out = [False] * len(mine)
+    if not mine or not theirs:
+        return out
+    la = np.fromiter((len(w) for w in mine), dtype=np.int64, count=len(mine))
+    lb = np.fromiter((len(w) for w in theirs), dtype=np.int64, count=len(theirs))
+    ok = ((np.abs(la[:, None] - lb[None, :]) <= 2) & ~((la[:, None] <= 3) & (lb[None, :] <= 3))
+          & (2 * shared >= 0.75 * (la[:, None] + lb[None, :])))
+    for i in np.flatnonzero(ok.any(axis=1)).tolist():
+        word = mine[i]
+        for j in np.flatnonzero(ok[i]).tolist():
+            if SequenceMatcher(None, word, theirs[j], autojunk=False).ratio() >= 0.75:
+                out[i] = True
+                break
+    return out
+
+
+def _shared_letters(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    """``(len(a), len(b))``: the size of the letter-multiset intersection of ``a[i]`` and ``b[j]``."""
+    if not a or not b:
+        return np.zeros((len(a), len(b)), dtype=np.int64)
+    alphabet = {c: k for k, c in enumerate(sorted(set("".join(a)) | set("".join(b))))}
+
+    def counts(words: Sequence[str]) -> np.ndarray:
+        m = np.zeros((len(words), len(alphabet)), dtype=np.int32)
+        for i, w in enumerate(words):
+            for c in w:
+                m[i, alphabet[c]] += 1
+        return m
+
+    ca, cb = counts(a), counts(b)
+    return np.minimum(ca[:, None, :], cb[None, :, :]).sum(axis=2)
 
 
 def _split_glued(word: str, vocab: set[str]) -> tuple[str, str] | None:
@@ -112,10 +199,10 @@ def _one(a: str, b: str) -> list[float]:
             parts = _split_glued(w, their_set)
             if parts is not None:
                 glued.update((w, *parts))
-    letters = {w: Counter(w) for w in (*only_a, *only_b)}
-    for mine, theirs in ((only_a, only_b), (only_b, only_a)):
-        for w in mine:
-            if w in glued or _near_spelling(w, theirs, letters):
+    shared = _shared_letters(only_a, only_b)
+    for mine, theirs, sh in ((only_a, only_b, shared), (only_b, only_a, shared.T)):
+        for w, near in zip(mine, _near_spelled(mine, theirs, sh)):
+            if w in glued or near:
                 typo += 1
             else:
                 changed += 1

@@ -1,0 +1,206 @@
+"""Resumable runs: each step's output kept beside the run's output, behind a completion marker.
+
+A run with an output directory keeps, in ``OUT/.checkpoints/``, what every step after the
+stream decided: a stage's :class:`~semhash_llm.stages.base.Decision` (its edges, fragments,
+contained children, documents to re-feature and its report row), the union-find after it,
+and the *hand-off* state the later stages read from it (the pairs a linking stage deferred to
+the verifier, the pairs the verifier referred to the judge, the judge's pair log: each stage
+names these in ``handoff_fields``); then the selection. A run killed and started again with
+the same command streams the input again (the stages' features are recomputed, not stored),
+reuses every step whose marker is there, and computes the rest; ``report.json`` lists the
+reused steps as ``resumed_stages``.
+
+A step is written into a temporary directory and renamed into place when complete: the
+rename is the completion marker, so a step killed while it was being written is absent, not
+half there. The manifest holds the input fingerprint (every file's path, size and
+modification time) and the config fingerprint; when either differs from the run's, the old
+steps are removed and the run starts afresh, and says why. Arrays are ``.npy`` files read
+with ``allow_pickle=False``, everything else JSON: nothing is unpickled. The directory is
+removed when the run's outputs are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semhash_llm.io.sources import Source
+
+__all__ = ["Checkpoints", "input_fingerprint", "CHECKPOINT_DIR"]
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_DIR = ".checkpoints"
+_FORMAT = 1
+
+
+def input_fingerprint(source: Source) -> str | None:
+    """SHA-256 (16 hex) of every input file's resolved path, size and modification time, in
+    order; ``None`` for a source that is not files (records in memory cannot be resumed)."""
+    files = getattr(source, "files", None)
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        path = Path(f.path)
+        if not path.exists():
+            return None
+        st = path.stat()
+        h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{f.name}\n".encode())
+    return h.hexdigest()[:16]
+
+
+class Checkpoints:
+    """The completed steps of one run (see the module docstring)."""
+
+    def __init__(self, root: Path, input_fp: str, config_fp: str) -> None:
+        self.root = Path(root)
+        self.input_fp = input_fp
+        self.config_fp = config_fp
+        self.fresh_reason: str | None = None
+        """Why earlier steps were dropped (``None``: none were there, or they were kept)."""
+
+    def open(self) -> list[str]:
+        """Check the manifest against this run's fingerprints; drop the steps of another input or
+        config. Returns the names of the completed steps that can be reused, in order."""
+        manifest = self.root / "manifest.json"
+        if self.root.exists():
+            try:
+                found = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                found = None
+            if not isinstance(found, dict):
+                self.fresh_reason = "the checkpoint manifest was missing or unreadable"
+            elif found.get("format") != _FORMAT:
+                self.fresh_reason = "the checkpoints were written by another version"
+            elif found.get("input") != self.input_fp:
+                self.fresh_reason = "the input changed since the interrupted run"
+            elif found.get("config") != self.config_fp:
+                self.fresh_reason = "the config changed since the interrupted run"
+            if self.fresh_reason is not None:
+                logger.warning("not resuming: %s; starting afresh", self.fresh_reason)
+                shutil.rmtree(self.root, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_json_atomic(manifest, {"format": _FORMAT, "input": self.input_fp, "config": self.config_fp})
+        steps = sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return [p.name.split("-", 1)[1] for p in steps]
+
+    def _dir(self, order: int, name: str) -> Path:
+        return self.root / f"{order:02d}-{name}"
+
+    def has(self, order: int, name: str) -> bool:
+        return (self._dir(order, name) / "meta.json").exists()
+
+    def save(self, order: int, name: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Write step ``name`` (``order``-th) atomically: a temporary directory renamed into place."""
+        final = self._dir(order, name)
+        tmp = self.root / f".tmp-{order:02d}-{name}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for key, value in arrays.items():
+            arr = np.asarray(value)
+            if arr.dtype == object:
+                arr = arr.astype(str)
+            with open(tmp / f"{_safe(key)}.npy", "wb") as fh:
+                np.save(fh, arr, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+        _write_json_atomic(tmp / "meta.json", {"arrays": sorted(arrays), **meta})
+        _fsync_dir(tmp)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        _fsync_dir(self.root)
+
+    def load(self, order: int, name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The arrays and meta of a completed step."""
+        d = self._dir(order, name)
+        meta = json.loads((d / "meta.json").read_text())
+        arrays = {key: np.load(d / f"{_safe(key)}.npy", allow_pickle=False) for key in meta.pop("arrays")}
+        return arrays, meta
+
+    def remove(self) -> None:
+        """Drop every step (the run's outputs are written)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _safe(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key)
+
+
+def _write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh, sort_keys=True, default=_json_default)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"checkpoint meta: cannot store a {type(value).__name__}")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def pack_handoff(stage: object) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The hand-off state a stage names in ``handoff_fields``, as arrays and JSON scalars:
+    an array as itself, a dataclass of arrays and numbers field by field, a dict of arrays
+    key by key."""
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, Any] = {}
+    for name in getattr(stage, "handoff_fields", ()):
+        value = getattr(stage, name)
+        if isinstance(value, np.ndarray):
+            arrays[f"h.{name}"] = value
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                v = getattr(value, f.name)
+                if isinstance(v, np.ndarray):
+                    arrays[f"h.{name}.{f.name}"] = v
+                else:
+                    scalars[f"{name}.{f.name}"] = v
+        elif isinstance(value, dict):
+            for key, v in value.items():
+                arrays[f"h.{name}.{key}"] = np.asarray(v)
+            scalars[f"{name}.__keys__"] = list(value)
+        else:
+            raise TypeError(f"stage {getattr(stage, 'name', stage)!r}: hand-off field {name!r} is a "
+                            f"{type(value).__name__}, which a checkpoint cannot hold")
+    return arrays, scalars
+
+
+def unpack_handoff(stage: object, arrays: dict[str, np.ndarray], scalars: dict[str, Any]) -> None:
+    """Set the hand-off fields :func:`pack_handoff` stored back onto ``stage``."""
+    for name in getattr(stage, "handoff_fields", ()):
+        current = getattr(stage, name)
+        if isinstance(current, np.ndarray):
+            setattr(stage, name, arrays[f"h.{name}"])
+        elif dataclasses.is_dataclass(current) and not isinstance(current, type):
+            values = {f.name: arrays[f"h.{name}.{f.name}"] if f"h.{name}.{f.name}" in arrays
+                      else scalars[f"{name}.{f.name}"] for f in dataclasses.fields(current)}
+            setattr(stage, name, type(current)(**values))
+        elif isinstance(current, dict):
+            setattr(stage, name, {key: arrays[f"h.{name}.{key}"] for key in scalars[f"{name}.__keys__"]})

@@ -1,0 +1,142 @@
+"""Resume: a run killed at a named point (SEMHASH_LLM_FAILPOINT, SIGKILL) and started again with
+the same command continues from its checkpoints and writes exactly what an uninterrupted run
+writes; changed input or config starts afresh and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import QUESTION, RECORDS, make_corpus, random_text, write_jsonl
+from semhash_llm.cascade import STAGES
+from semhash_llm.checkpoint import CHECKPOINT_DIR, Checkpoints
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def _corpus(tmp: Path) -> Path:
+    """Exact and near copies, short questions (the verifier), an excerpt (passages)."""
+    records, _ = make_corpus(40, seed=5)
+    rng = random.Random(5)
+    long_doc = " ".join(random_text(rng, 40) + "." for _ in range(12))
+    records.append({"id": "long", "text": long_doc})
+    records.append({"id": "excerpt", "text": long_doc[len(long_doc) // 3: 2 * len(long_doc) // 3]})
+    records += [dict(r) for r in RECORDS]
+    records.append({"id": "q4", "text": QUESTION.replace("tips", "tipps")})
+    return write_jsonl(tmp / "in.jsonl", records)
+
+
+def _dedup(inp: Path, out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(ENV)
+    if failpoint:
+        env["SEMHASH_LLM_FAILPOINT"] = failpoint
+    return subprocess.run([sys.executable, "-m", "semhash_llm", "dedup", str(inp), "-o", str(out), "--no-progress",
+                           *extra], capture_output=True, text=True, env=env, timeout=600)
+
+
+def _outputs(out: Path) -> dict[str, Any]:
+    return {"documents": pq.read_table(out / "documents.parquet"), "kept": pq.read_table(out / "kept.parquet"),
+            "report": json.loads((out / "report.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("resume")
+    inp = _corpus(tmp)
+    res = _dedup(inp, tmp / "ref")
+    assert res.returncode == 0, res.stderr
+    ref = _outputs(tmp / "ref")
+    assert ref["report"]["resumed_stages"] == []
+    assert not (tmp / "ref" / CHECKPOINT_DIR).exists()  # removed once the outputs are written
+    decided = set(ref["documents"].column("decided_by").drop_null().to_pylist())
+    assert {"bloom", "lsh"} <= decided  # the corpus exercises the stages
+    return inp, ref
+
+
+def _kill_and_resume(inp: Path, out: Path, point: str, ref: dict[str, Any]) -> list[str]:
+    killed = _dedup(inp, out, failpoint=point)
+    assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr[-2000:])
+    again = _dedup(inp, out)
+    assert again.returncode == 0, again.stderr
+    got = _outputs(out)
+    assert got["documents"].equals(ref["documents"]), point
+    assert got["kept"].equals(ref["kept"]), point
+    assert not (out / CHECKPOINT_DIR).exists()
+    resumed: list[str] = got["report"]["resumed_stages"]
+    return resumed
+
+
+STAGE_NAMES = [s.name for s in STAGES if s.name != "judge"]  # the judge is off by default
+
+
+@pytest.mark.parametrize("point", ["after:lsh", "during:mgfn", "after:select", "during:write"])
+def test_killed_run_resumes_to_the_same_output(reference: tuple[Path, dict[str, Any]], tmp_path: Path,
+                                               point: str) -> None:
+    inp, ref = reference
+    resumed = _kill_and_resume(inp, tmp_path / "out", point, ref)
+    where, step = point.split(":")
+    order = [*STAGE_NAMES, "select"]
+    done = order[: order.index(step) + (1 if where == "after" else 0)] if step in order else order
+    assert resumed == done, (point, resumed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", [f"{w}:{s}" for s in ["read", *STAGE_NAMES, "select", "write"]
+                                   for w in ("during", "after")])
+def test_every_kill_point_resumes(reference: tuple[Path, dict[str, Any]], tmp_path: Path, point: str) -> None:
+    inp, ref = reference
+    _kill_and_resume(inp, tmp_path / "out", point, ref)
+
+
+def test_changed_config_or_input_starts_afresh(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    inp, ref = reference
+    out = tmp_path / "out"
+    assert _dedup(inp, out, failpoint="after:aw").returncode == -signal.SIGKILL
+    res = _dedup(inp, out, "--threshold", "0.7")
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == [] and "config changed" in report["resume_note"]
+    # another input under the same output directory
+    assert _dedup(inp, out, failpoint="after:aw").returncode == -signal.SIGKILL
+    changed = tmp_path / "in.jsonl"
+    changed.write_text(inp.read_text() + json.dumps({"id": "new", "text": "one more document"}) + "\n")
+    res = _dedup(changed, out)
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == [] and "input changed" in report["resume_note"]
+    assert pq.read_table(out / "documents.parquet").num_rows == ref["documents"].num_rows + 1
+
+
+def test_no_resume_keeps_no_checkpoints(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    inp, ref = reference
+    out = tmp_path / "out"
+    assert _dedup(inp, out, "--no-resume", failpoint="after:lsh").returncode == -signal.SIGKILL
+    assert not (out / CHECKPOINT_DIR).exists()
+    res = _dedup(inp, out, "--no-resume")
+    assert res.returncode == 0
+    got = _outputs(out)
+    assert got["report"]["resumed_stages"] == [] and got["documents"].equals(ref["documents"])
+
+
+def test_checkpoint_steps_are_atomic_and_never_pickled(tmp_path: Path) -> None:
+    ck = Checkpoints(tmp_path / "ck", "in", "cfg")
+    assert ck.open() == []
+    ck.save(1, "lsh", {"a": np.arange(3), "names": np.array(["x", "y"], dtype=object)}, {"k": np.int64(2)})
+    (tmp_path / "ck" / ".tmp-02-aw-1").mkdir()  # a step killed while it was written: not complete
+    (tmp_path / "ck" / ".tmp-02-aw-1" / "a.npy").write_bytes(b"partial")
+    again = Checkpoints(tmp_path / "ck", "in", "cfg")
+    assert again.open() == ["lsh"] and again.has(1, "lsh") and not again.has(2, "aw")
+    arrays, meta = again.load(1, "lsh")
+    assert arrays["a"].tolist() == [0, 1, 2] and arrays["names"].tolist() == ["x", "y"] and meta["k"] == 2
+    other = Checkpoints(tmp_path / "ck", "in", "cfg2")
+    assert other.open() == [] and other.fresh_reason is not None and "config changed" in other.fresh_reason
