@@ -4,7 +4,7 @@
 # pytest instead, e.g. `bash scripts/test.sh -m slow` or `bash scripts/test.sh tests/test_sketch.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SEMHASH_LLM_EXTRAS="${SEMHASH_LLM_EXTRAS:-dev,ml,llm}" bash scripts/setup.sh
+SEMHASH_LLM_EXTRAS="${SEMHASH_LLM_EXTRAS:-dev,ml,llm,ray}" bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/python -m mypy src/semhash_llm
 set +e

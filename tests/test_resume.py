@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from helpers import QUESTION, RECORDS, make_corpus, random_text, write_jsonl
+
 from semhash_llm.cascade import STAGES
 from semhash_llm.checkpoint import CHECKPOINT_DIR, Checkpoints
 

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from semhash_llm.checkpoint import Checkpoints, input_fingerprint, pack_handoff, unpack_handoff
 from semhash_llm.config import PipelineConfig
+from semhash_llm.engine import make_engine
 from semhash_llm.faults import failpoint
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
@@ -281,6 +282,26 @@ class Cascade:
         skip_reasons: dict[int, str] = {}
         read = StageStats("read")
         n = 0
+        # With an engine, the stages from the first one it computes features for onward see each
+        # batch once a window of batches has come back from it; the stages before (Bloom, which
+        # claims documents) see it as it is read.
+        offload = tuple(st.name for st in stages if callable(getattr(st, "compute", None)))
+        engine = make_engine(cfg, offload)
+        split = next((i for i, st in enumerate(stages) if st.name in offload), len(stages)) if engine else len(stages)
+        window: list[StreamBatch] = []
+
+        def finish(pending: list[StreamBatch]) -> None:
+            if engine is not None and pending:
+                t1 = time.perf_counter()
+                engine.featurize(pending)
+                read.details["engine_seconds"] = read.details.get("engine_seconds", 0.0) + time.perf_counter() - t1
+            for held in pending:
+                for stage in stages[split:]:
+                    t1 = time.perf_counter()
+                    stage.process(held)
+                    stream_seconds[stage.name] += time.perf_counter() - t1
+            pending.clear()
+
         for batch in source.batches(prio_field):
             t0 = time.perf_counter()
             size = len(batch)
@@ -301,20 +322,29 @@ class Cascade:
             status.extend(st)
             read.seconds += time.perf_counter() - t0
             sb = StreamBatch(np.arange(n, n + size, dtype=np.int64), texts, tb, st, st == DocStatus.OK, normalized)
-            for stage in stages:
+            for stage in stages[:split]:
                 t1 = time.perf_counter()
                 stage.process(sb)
                 stream_seconds[stage.name] += time.perf_counter() - t1
+            window.append(sb)
+            if engine is None or len(window) >= cfg.engine.window_batches:
+                finish(window)
             n += size
             read.docs_in = n
             self._tick("read", n)
             failpoint("during", "read")
+        finish(window)
+        if engine is not None:
+            read.details["engine"] = {"kind": cfg.engine.kind, "stages": list(offload),
+                                      "engine_seconds": round(read.details.pop("engine_seconds", 0.0), 3)}
+            engine.close()
         failpoint("after", "read")
         st_status = status.view()
         read.docs_out = int(np.count_nonzero(st_status == DocStatus.OK))
         read.docs_removed = len(skip_reasons)
         read.peak_rss_mb = peak_rss_mb()
         read.details = {
+            **read.details,
             "skipped": len(skip_reasons),
             "skipped_by_reason": _reason_counts(skip_reasons),
             "no_tokens": int(np.count_nonzero(st_status == DocStatus.NO_TOKENS)),

@@ -172,6 +172,15 @@ def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", dest="output.format", choices=["parquet", "jsonl"], help="format of the kept output")
     g.add_argument("--no-kept", dest="output.write_kept", action="store_const", const=False,
                    help="write only documents.parquet and report.json")
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", dest="engine.kind", choices=["local", "ray"],
+                   help="where the per-document features (minhash signatures, SPH codes) are computed: this process, "
+                   "or a Ray cluster (extra [ray]); the decisions are the same")
+    g.add_argument("--ray-address", dest="engine.ray_address", metavar="ADDRESS",
+                   help="the Ray cluster to join ('auto', 'ray://host:10001'); default: start a local one")
+    g.add_argument("--ray-workers", dest="engine.ray_workers", type=int, metavar="N",
+                   help="actors computing features, each building the stages (and loading the SPH student) once")
+    g = p.add_argument_group("resume")
     g.add_argument("--no-resume", dest="output.resume", action="store_const", const=False,
                    help="keep no checkpoints: a run killed and started again starts from the beginning (default: "
                    "each step's output is kept in OUT/.checkpoints until the run completes, and a run started again "

@@ -24,6 +24,7 @@ from semhash_llm.sph.config import SPHConfig
 
 __all__ = [
     "ConfigError",
+    "EngineConfig",
     "ReaderConfig",
     "NormalizeConfig",
     "ShingleConfig",
@@ -607,6 +608,28 @@ class OutputConfig:
         _check_int("OutputConfig", "compression_level", self.compression_level, 1, 22)
 
 
+@dataclass(frozen=True)
+class EngineConfig:
+    """Where the per-document work runs. ``local`` (the default): one process, no engine; ``ray``:
+    the stages' pure per-text features (minhash signatures, SPH codes: their ``compute``) run
+    on a Ray cluster (``ray_address``; ``None`` starts a local one), ``ray_workers`` actors that
+    each build the stages once, over blocks of ``window_batches`` stream batches in flight; the
+    decisions are the same as ``local``'s."""
+
+    kind: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    ray_workers: int = 2
+    window_batches: int = 8
+
+    def __post_init__(self) -> None:
+        _check_choice("EngineConfig", "kind", self.kind, ("local", "ray"))
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise ConfigError(f"EngineConfig.ray_address: expected a string such as 'ray://host:10001' or 'auto', "
+                              f"got {self.ray_address!r}")
+        _check_int("EngineConfig", "ray_workers", self.ray_workers, 1, 100_000)
+        _check_int("EngineConfig", "window_batches", self.window_batches, 1, 100_000)
+
+
 _SECTIONS: dict[str, type] = {
     "reader": ReaderConfig,
     "normalize": NormalizeConfig,
@@ -620,11 +643,12 @@ _SECTIONS: dict[str, type] = {
     "judge": JudgeConfig,
     "select": SelectConfig,
     "output": OutputConfig,
+    "engine": EngineConfig,
 }
 
 # Sections whose settings do not change which documents are removed; they are left out of
 # the fingerprint so that, e.g., writing JSONL instead of Parquet keeps the same fingerprint.
-_NOT_FINGERPRINTED = {"output"}
+_NOT_FINGERPRINTED = {"output", "engine"}
 
 
 @dataclass(frozen=True)
@@ -643,6 +667,7 @@ class PipelineConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
     def __post_init__(self) -> None:
         for name, cls in _SECTIONS.items():

@@ -12,6 +12,12 @@ A stage has a name (the one the funnel, ``--no-<name>`` and ``--only`` use) and 
   (edges with their kind and score, the documents and pairs it saw, its report details, and
   the documents it claimed wrongly, which later stages must featurize after all).
 
+A stage whose features are a pure function of each text may also offer
+``compute(texts) -> dict[str, np.ndarray]`` (one row per text): an engine (``--engine ray``)
+then runs it on workers, over the featured texts of each batch, with the stage built once per
+worker, and hands the rows back in :attr:`StreamBatch.precomputed`, where ``process`` takes
+them instead of computing them (the minhash signatures, the SPH codes).
+
 The cascade (:mod:`semhash_llm.cascade`) is a loop over the configured stages; it times
 both halves, records peak memory and turns each decision into the stage's funnel row the
 same way for every stage.
@@ -123,6 +129,14 @@ class StreamBatch:
     featured: np.ndarray
     normalized: list[str] | None = None
     """The normalized texts the tokens were made from (``None``: a stage normalizes again if it needs them)."""
+    precomputed: dict[str, dict[str, np.ndarray]] | None = None
+    """Per stage name, the features an engine computed elsewhere for this batch's featured
+    documents (in :attr:`feature_docs` order) with that stage's ``compute``: the stage keeps them
+    instead of computing them again."""
+
+    def computed(self, stage: str) -> dict[str, np.ndarray] | None:
+        """What an engine computed for ``stage`` (``None``: compute here)."""
+        return self.precomputed.get(stage) if self.precomputed else None
 
     def __len__(self) -> int:
         return int(self.index.shape[0])

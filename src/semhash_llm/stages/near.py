@@ -12,7 +12,7 @@ import mmap
 
 import numpy as np
 
-from semhash_llm.config import MinHashConfig
+from semhash_llm.config import MinHashConfig, NormalizeConfig, ShingleConfig
 from semhash_llm.sketch.lsh import (
     Confirmation,
     Deferred,
@@ -23,7 +23,8 @@ from semhash_llm.sketch.lsh import (
 )
 from semhash_llm.sketch.minhash import minhash_permutations, sign_documents
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
-from semhash_llm.text.tokenize import TokenizedBatch
+from semhash_llm.text.normalize import char_classes, normalize_batch
+from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
 __all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]  # Edges: re-exported from stages.base
 
@@ -77,9 +78,24 @@ class MinHashLSHStage:
         self._rows.append(global_index.astype(np.int64))
 
     def process(self, batch: StreamBatch) -> None:
-        """Sign the batch documents that still need features."""
+        """Sign the batch documents that still need features (or keep the signatures an engine computed)."""
         docs = batch.feature_docs
+        done = batch.computed(self.name)
+        if done is not None:
+            if docs.size:
+                self._chunks.append(done["signatures"])
+                self._rows.append(batch.index[docs].astype(np.int64))
+            return
         self.sign(batch.tokens, docs, batch.index[docs])
+
+    def compute(self, texts: list[str], normalize: NormalizeConfig, shingle: ShingleConfig) -> dict[str, np.ndarray]:
+        """The signatures of ``texts`` (each with tokens), as :meth:`process` would keep them."""
+        tb = tokenize_batch(normalize_batch(texts, normalize), char_classes(normalize.strip_punctuation), shingle)
+        out = np.empty((len(texts), self.config.num_perm), dtype=np.uint32)
+        if texts:
+            sign_documents(tb.tok_offsets, tb.tok_hashes, tb.ngrams, np.arange(len(texts), dtype=np.int64),
+                           self.a_, self.b_, out)
+        return {"signatures": out}
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Band, bucket, verify and link; the funnel numbers of the ``lsh`` row."""

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from semhash_llm.config import NormalizeConfig, ShingleConfig
 from semhash_llm.sketch.lsh import Confirmation, Deferred, link_pairs, min_equal_slots
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
@@ -62,8 +63,18 @@ class SPHStage:
         self.encode_seconds_ += time.perf_counter() - t0
 
     def process(self, batch: StreamBatch) -> None:
-        """Codes of the batch documents that still need features (the rows MinHash signs)."""
+        """Codes of the batch documents that still need features (the rows MinHash signs), or the
+        codes an engine computed for them."""
+        done = batch.computed(self.name)
+        if done is not None:
+            if done["codes"].shape[0]:
+                self._codes.append(done["codes"])
+            return
         self.encode([batch.texts[j] for j in batch.feature_docs.tolist()])
+
+    def compute(self, texts: list[str], normalize: NormalizeConfig, shingle: ShingleConfig) -> dict[str, np.ndarray]:
+        """The codes of ``texts``, as :meth:`process` would keep them."""
+        return {"codes": self.sph_.codes(texts)}
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Hamming blocking over cluster representatives, confirmed by MinHash Jaccard."""
