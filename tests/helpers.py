@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +59,26 @@ RECORDS = [
     {"id": "q3", "text": QUESTION.replace("interview", "intervew")},  # a typo: the same question
     {"id": "far", "text": "Heavy rain is expected across the northern valleys this weekend, officials said."},
 ]
+
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def resume_corpus(tmp: Path) -> Path:
+    """Exact and near copies, short questions (the verifier), an excerpt (passages)."""
+    records, _ = make_corpus(40, seed=5)
+    rng = random.Random(5)
+    long_doc = " ".join(random_text(rng, 40) + "." for _ in range(12))
+    records.append({"id": "long", "text": long_doc})
+    records.append({"id": "excerpt", "text": long_doc[len(long_doc) // 3: 2 * len(long_doc) // 3]})
+    records += [dict(r) for r in RECORDS]
+    records.append({"id": "q4", "text": QUESTION.replace("tips", "tipps")})
+    return write_jsonl(tmp / "in.jsonl", records)
+
+
+def dedup_cli(inp: Path, out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(ENV)
+    if failpoint:
+        env["SEMHASH_LLM_FAILPOINT"] = failpoint
+    return subprocess.run([sys.executable, "-m", "semhash_llm", "dedup", str(inp), "-o", str(out), "--no-progress",
+                           *extra], capture_output=True, text=True, env=env, timeout=600)

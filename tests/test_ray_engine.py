@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from test_resume import _corpus, _dedup
+from helpers import dedup_cli as _dedup
+from helpers import resume_corpus as _corpus
 
 pytest.importorskip("ray.data")
 

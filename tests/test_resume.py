@@ -5,43 +5,18 @@ writes; changed input or config starts afresh and says so."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from helpers import QUESTION, RECORDS, make_corpus, random_text, write_jsonl
+from helpers import dedup_cli as _dedup
+from helpers import resume_corpus as _corpus
 
 from semhash_llm.cascade import STAGES
 from semhash_llm.checkpoint import CHECKPOINT_DIR, Checkpoints
-
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
-
-
-def _corpus(tmp: Path) -> Path:
-    """Exact and near copies, short questions (the verifier), an excerpt (passages)."""
-    records, _ = make_corpus(40, seed=5)
-    rng = random.Random(5)
-    long_doc = " ".join(random_text(rng, 40) + "." for _ in range(12))
-    records.append({"id": "long", "text": long_doc})
-    records.append({"id": "excerpt", "text": long_doc[len(long_doc) // 3: 2 * len(long_doc) // 3]})
-    records += [dict(r) for r in RECORDS]
-    records.append({"id": "q4", "text": QUESTION.replace("tips", "tipps")})
-    return write_jsonl(tmp / "in.jsonl", records)
-
-
-def _dedup(inp: Path, out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(ENV)
-    if failpoint:
-        env["SEMHASH_LLM_FAILPOINT"] = failpoint
-    return subprocess.run([sys.executable, "-m", "semhash_llm", "dedup", str(inp), "-o", str(out), "--no-progress",
-                           *extra], capture_output=True, text=True, env=env, timeout=600)
 
 
 def _outputs(out: Path) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rs
 from semhash_llm.checkpoint import CHECKPOINT_DIR
 from semhash_llm.config import PipelineConfig
 from semhash_llm.faults import failpoint
+from semhash_llm.index import DocumentIndex, IndexedSource, IndexPrefix
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
@@ -95,8 +96,15 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     kept = int(state.kept_mask().sum())
     skipped = len(state.skip_reasons)
     rows = {row.name: row for row in state.funnel}
-    removed = ~state.kept_mask() & (state.status != DocStatus.SKIPPED)
+    removed = ~state.kept_mask() & (state.status != DocStatus.SKIPPED) & state.visible
     kinds = state.selection.via_kind[removed]
+    cuts = state.cuts()
+    if state.visible_from:  # against an index: the clusters this run's documents are in
+        sel = state.selection
+        clustered = state.visible & (sel.cluster_size > 1)
+        clusters = int(np.unique(sel.keeper[clustered]).size)
+    else:
+        clusters = rows["select"].details.get("clusters", 0)
     contained = int(np.count_nonzero(kinds == CONTAINED_EDGE_KIND))
     exact = int(np.count_nonzero(kinds == 0))
     return {
@@ -107,10 +115,19 @@ def _summary(state: CascadeState) -> dict[str, Any]:
         "exact_removed": exact,
         "near_removed": n - kept - skipped - exact - contained,
         "contained_removed": contained,
-        "documents_cut": int(np.unique(state.fragments.doc).size),
-        "fragment_spans_cut": len(state.fragments),
-        "clusters": rows["select"].details.get("clusters", 0),
+        "documents_cut": len(cuts),
+        "fragment_spans_cut": sum(len(spans) for spans in cuts.values()),
+        "clusters": clusters,
     }
+
+
+def _against_report(state: CascadeState, prefix: IndexPrefix) -> dict[str, Any]:
+    """The index a run was checked against, and how many of its documents matched an indexed one."""
+    keeper = state.selection.keeper
+    mine = np.flatnonzero(state.visible & (keeper != np.arange(keeper.size)) & (state.status != DocStatus.SKIPPED))
+    return {"index": str(prefix.index.root), "indexed_documents": prefix.documents,
+            "segments": len(prefix.index.segments), "feature_fingerprint": prefix.index.header["feature_fingerprint"],
+            "removed_as_duplicate_of_indexed": int(np.count_nonzero(keeper[mine] < prefix.documents))}
 
 
 def _files_report(state: CascadeState, source: Source | None) -> list[dict[str, Any]]:
@@ -122,6 +139,8 @@ def _files_report(state: CascadeState, source: Source | None) -> list[dict[str, 
     files = source.files if source is not None and len(source.files) == len(names) else None
     out: list[dict[str, Any]] = []
     for i, name in enumerate(names):
+        if i < state.visible_shards_from:
+            continue  # an index segment
         entry: dict[str, Any] = {"name": name}
         if files is not None:
             entry["path"] = files[i].path.as_posix()
@@ -178,18 +197,29 @@ class Deduplicator:
         self.config = config or PipelineConfig()
         self.progress = progress
 
-    def _run(self, source: Source, checkpoint_dir: Path | None = None) -> CascadeState:
-        return Cascade(self.config, self.progress, checkpoint_dir).run(source)
+    def _run(self, source: Source, checkpoint_dir: Path | None = None,
+             prefix: IndexPrefix | None = None) -> CascadeState:
+        return Cascade(self.config, self.progress, checkpoint_dir, prefix).run(source)
 
-    def run(self, inputs: Sequence[str | Path], output: str | Path) -> DedupResult:
-        """Deduplicate files/directories/globs and write the output contract into ``output``."""
+    def run(self, inputs: Sequence[str | Path], output: str | Path, against: str | Path | None = None) -> DedupResult:
+        """Deduplicate files/directories/globs and write the output contract into ``output``.
+
+        ``against``: an index directory (:mod:`semhash_llm.index`); the input is deduplicated
+        against every document indexed there as well as against itself."""
         cfg = self.config
         t0 = time.perf_counter()
         scan = scan_inputs(inputs)
-        source = FileSource(scan.files, cfg.reader, scan.ignored)
+        source: Source = FileSource(scan.files, cfg.reader, scan.ignored)
+        prefix = None
+        if against is not None:
+            index = DocumentIndex.open(against)
+            index.check_config(cfg)
+            indexed = IndexedSource(index, FileSource(scan.files, cfg.reader, scan.ignored))
+            prefix = IndexPrefix(index, index.num_documents, indexed.shards)
+            source = indexed
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None)
+        state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None, prefix)
         table = state.documents_table()
         t_write = time.perf_counter()
         write_documents(out / "documents.parquet", table, cfg.output.compression_level)
@@ -219,6 +249,8 @@ class Deduplicator:
         report["seconds"] = round(time.perf_counter() - t0, 3)
         report["documents_per_second"] = (round(state.num_documents / report["seconds"], 1)
                                           if report["seconds"] > 0 else None)
+        if prefix is not None:
+            report["against"] = _against_report(state, prefix)
         report["outputs"] = {"documents": "documents.parquet",
                              "kept": kept_path.name if kept_path else None, "kept_rows": kept_rows}
         for name, pairs in state.pair_logs.items():

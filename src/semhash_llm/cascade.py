@@ -27,11 +27,21 @@ from semhash_llm.checkpoint import Checkpoints, input_fingerprint, pack_handoff,
 from semhash_llm.config import PipelineConfig
 from semhash_llm.engine import make_engine
 from semhash_llm.faults import failpoint
+from semhash_llm.index import IndexPrefix
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
 from semhash_llm.select import EDGE_KINDS, CoverFn, Selection, refine_by_cover, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
-from semhash_llm.stages.base import DecideContext, Decision, DocStatus, Edges, Fragments, Stage, StreamBatch
+from semhash_llm.stages.base import (
+    ComputesFeatures,
+    DecideContext,
+    Decision,
+    DocStatus,
+    Edges,
+    Fragments,
+    Stage,
+    StreamBatch,
+)
 from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
 from semhash_llm.stages.near import MinHashLSHStage
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
@@ -125,17 +135,28 @@ class CascadeState:
     resume_note: str | None = None
     """Why an interrupted run's checkpoints were not used (changed input or config), if so."""
     checkpoints: Checkpoints | None = None
+    visible_from: int = 0
+    """The first document of this run's input: those before are an index's (``dedup --against``),
+    in the clusters but not rows of the outputs."""
+    visible_shards_from: int = 0
+    """Likewise for the shards: those before are the index's segments."""
 
     @property
     def num_documents(self) -> int:
-        return int(self.status.shape[0])
+        """Documents of this run's input (an index's documents are not counted)."""
+        return int(self.status.shape[0]) - self.visible_from
+
+    @property
+    def visible(self) -> np.ndarray:
+        """True for the documents of this run's input."""
+        return np.arange(self.status.shape[0]) >= self.visible_from
 
     def documents_table(self) -> pa.Table:
         """The ``documents.parquet`` contract table (plus ``skip_reason``), in input order.
 
         Built column by column with Arrow kernels, without a Python object per document.
         """
-        n = self.num_documents
+        n = int(self.status.shape[0])
         sel = self.selection
         keeper = sel.keeper
         index = np.arange(n)
@@ -161,7 +182,7 @@ class CascadeState:
         reasons: list[str | None] = [None] * n
         for i, reason in self.skip_reasons.items():
             reasons[i] = reason
-        return pa.table(
+        table = pa.table(
             {
                 "id": self.ids,
                 "action": action,
@@ -174,10 +195,11 @@ class CascadeState:
                 "skip_reason": pa.array(reasons, pa.string()),
             }
         )
+        return table.slice(self.visible_from) if self.visible_from else table
 
     def _fragments_column(self) -> pa.Array:
         """``fragments``: a list of ``[start, end]`` spans per document (empty for most)."""
-        n = self.num_documents
+        n = int(self.status.shape[0])
         fr = self.fragments
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(np.bincount(fr.doc, minlength=n), out=offsets[1:])
@@ -189,12 +211,14 @@ class CascadeState:
         """Document index → the spans cut from its kept text."""
         out: dict[int, list[tuple[int, int]]] = {}
         for d, a, b in zip(self.fragments.doc.tolist(), self.fragments.start.tolist(), self.fragments.end.tolist()):
-            out.setdefault(d, []).append((a, b))
+            if d >= self.visible_from:
+                out.setdefault(d, []).append((a, b))
         return out
 
     def kept_mask(self) -> np.ndarray:
         """True for documents that are written to the kept output."""
-        return (self.selection.keeper == np.arange(self.num_documents)) & (self.status != DocStatus.SKIPPED)
+        n = int(self.status.shape[0])
+        return (self.selection.keeper == np.arange(n)) & (self.status != DocStatus.SKIPPED) & self.visible
 
 
 @dataclass(frozen=True)
@@ -254,8 +278,11 @@ class Cascade:
     """Runs the configured stages over a source: a loop over :class:`~semhash_llm.stages.base.Stage` objects."""
 
     def __init__(self, config: PipelineConfig, progress: ProgressCallback | None = None,
-                 checkpoint_dir: str | Path | None = None) -> None:
+                 checkpoint_dir: str | Path | None = None, prefix: IndexPrefix | None = None) -> None:
         self.config = config
+        self.prefix = prefix
+        """The documents of an index that come first in the source (``dedup --against``): their
+        stored features are used, they survive their clusters, and they are not this run's rows."""
         self.progress = progress
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         """Where each step's output is kept so that an interrupted run resumes (``None``: not kept)."""
@@ -285,16 +312,25 @@ class Cascade:
         # With an engine, the stages from the first one it computes features for onward see each
         # batch once a window of batches has come back from it; the stages before (Bloom, which
         # claims documents) see it as it is read.
-        offload = tuple(st.name for st in stages if callable(getattr(st, "compute", None)))
+        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures))
         engine = make_engine(cfg, offload)
-        split = next((i for i, st in enumerate(stages) if st.name in offload), len(stages)) if engine else len(stages)
+        prefix = self.prefix
+        split = (next((i for i, st in enumerate(stages) if st.name in offload), len(stages))
+                 if engine is not None or prefix is not None else len(stages))
         window: list[StreamBatch] = []
+        origin: list[tuple[int, np.ndarray]] = []  # (file index, ordinals) of each batch in the window
 
         def finish(pending: list[StreamBatch]) -> None:
-            if engine is not None and pending:
+            if prefix is not None:
+                for held, (fi, ords) in zip(pending, origin):
+                    if fi < prefix.shards:  # an indexed document: its stored features
+                        prefix.precompute(held, fi, ords, offload)
+            todo = [held for held in pending if held.precomputed is None]
+            if engine is not None and todo:
                 t1 = time.perf_counter()
-                engine.featurize(pending)
+                engine.featurize(todo)
                 read.details["engine_seconds"] = read.details.get("engine_seconds", 0.0) + time.perf_counter() - t1
+            origin.clear()
             for held in pending:
                 for stage in stages[split:]:
                     t1 = time.perf_counter()
@@ -327,6 +363,7 @@ class Cascade:
                 stage.process(sb)
                 stream_seconds[stage.name] += time.perf_counter() - t1
             window.append(sb)
+            origin.append((batch.file_index, np.asarray(batch.ordinals, dtype=np.int64)))
             if engine is None or len(window) >= cfg.engine.window_batches:
                 finish(window)
             n += size
@@ -401,6 +438,7 @@ class Cascade:
         # ---- cluster and select
         t4 = time.perf_counter()
         select_step = len(stages) + 1
+        pinned = np.arange(n) < prefix.documents if prefix is not None else None
         ver = next((st for st in stages if isinstance(st, VerifierStage)), None)
         if ck is not None and ck.has(select_step, "select"):
             arrays, meta = ck.load(select_step, "select")
@@ -416,11 +454,11 @@ class Cascade:
             if cfg.select.cover_check and len(edges):
                 roots, kept_edges, reclustered = refine_by_cover(
                     roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select,
-                    children, _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts))
+                    children, _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts), pinned)
                 edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges],
                               edges.kind[kept_edges])
             selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
-                                         prios.view(), cfg.select, children)
+                                         prios.view(), cfg.select, children, pinned)
             cover_counts = (ver.cover_pairs_, ver.cover_accepted_) if ver is not None else (0, 0)
             if ck is not None:
                 ck.save(select_step, "select", {"keeper": selection.keeper, "cluster_size": selection.cluster_size,
@@ -457,7 +495,8 @@ class Cascade:
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection, fragments=fragments,
             funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
-            pair_logs=pair_logs, resumed_stages=resumed, resume_note=ck.fresh_reason if ck is not None else None,
+            pair_logs=pair_logs, visible_from=prefix.documents if prefix is not None else 0,
+            visible_shards_from=prefix.shards if prefix is not None else 0, resumed_stages=resumed, resume_note=ck.fresh_reason if ck is not None else None,
             checkpoints=ck,
         )
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from semhash_llm.io.atomic import fsync_path, write_json_atomic
 from semhash_llm.io.sources import Source
 
 __all__ = ["Checkpoints", "input_fingerprint", "CHECKPOINT_DIR"]
@@ -89,7 +90,7 @@ class Checkpoints:
                 logger.warning("not resuming: %s; starting afresh", self.fresh_reason)
                 shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
-        _write_json_atomic(manifest, {"format": _FORMAT, "input": self.input_fp, "config": self.config_fp})
+        write_json_atomic(manifest, {"format": _FORMAT, "input": self.input_fp, "config": self.config_fp})
         steps = sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
         return [p.name.split("-", 1)[1] for p in steps]
 
@@ -113,11 +114,11 @@ class Checkpoints:
                 np.save(fh, arr, allow_pickle=False)
                 fh.flush()
                 os.fsync(fh.fileno())
-        _write_json_atomic(tmp / "meta.json", {"arrays": sorted(arrays), **meta})
-        _fsync_dir(tmp)
+        write_json_atomic(tmp / "meta.json", {"arrays": sorted(arrays), **meta}, default=_json_default)
+        fsync_path(tmp)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
-        _fsync_dir(self.root)
+        fsync_path(self.root)
 
     def load(self, order: int, name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The arrays and meta of a completed step."""
@@ -135,34 +136,12 @@ def _safe(key: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in key)
 
 
-def _write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh, sort_keys=True, default=_json_default)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"checkpoint meta: cannot store a {type(value).__name__}")
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def pack_handoff(stage: object) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -48,10 +48,17 @@ class _Progress:
             self.bar = None
 
 
-def _add_dedup_arguments(p: argparse.ArgumentParser) -> None:
+def _add_dedup_arguments(p: argparse.ArgumentParser, output: bool = True) -> None:
     p.add_argument("inputs", nargs="+", help="JSONL(.gz/.zst) or Parquet files, directories, globs, or a "
                    "directory saved by datasets' save_to_disk")
-    p.add_argument("-o", "--output", required=True, help="output directory")
+    if output:
+        p.add_argument("-o", "--output", required=True, help="output directory")
+        p.add_argument("--against", metavar="INDEX",
+                       help="also deduplicate against every document of this index (`semhash-llm index build`): "
+                       "a document that repeats an indexed one is removed with the indexed id in duplicate_of; "
+                       "indexed documents are not rows of the output")
+    else:
+        p.add_argument("--index", required=True, metavar="DIR", help="the index directory")
     p.add_argument("--config", help="TOML file with one table per section ([reader], [minhash], ...)")
     g = p.add_argument_group("reader")
     g.add_argument("--text-field", dest="reader.text_field")
@@ -208,9 +215,9 @@ def _append_config_defaults(parser: argparse.ArgumentParser) -> None:
         action.help = f"{action.help} ({note})" if action.help else f"({note})"
 
 
-def config_from_args(args: argparse.Namespace) -> PipelineConfig:
-    """Defaults, then the TOML file, then the flags given on the command line."""
-    cfg = PipelineConfig.from_toml(args.config) if getattr(args, "config", None) else PipelineConfig()
+def config_from_args(args: argparse.Namespace, base: PipelineConfig | None = None) -> PipelineConfig:
+    """Defaults (or ``base``), then the TOML file, then the flags given on the command line."""
+    cfg = PipelineConfig.from_toml(args.config) if getattr(args, "config", None) else base or PipelineConfig()
     overrides: dict[str, dict[str, Any]] = {}
     for key, value in vars(args).items():
         if "." in key and value is not None:
@@ -270,10 +277,32 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
     try:
-        result = Deduplicator(cfg, progress=progress).run(args.inputs, args.output)
+        result = Deduplicator(cfg, progress=progress).run(args.inputs, args.output, against=args.against)
     finally:
         progress.close()
     _print_summary(result.report, Path(args.output))
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from semhash_llm.index import DocumentIndex
+
+    if args.action == "info":
+        print(json.dumps(DocumentIndex.open(args.index).info(), indent=1))
+        return 0
+    if args.action == "build":
+        cfg = config_from_args(args)
+        index = DocumentIndex.create(args.index, cfg)
+    else:  # add: the index's own settings, unless a config or flags say otherwise (then they must agree)
+        index = DocumentIndex.open(args.index)
+        cfg = config_from_args(args, base=PipelineConfig.from_dict(index.header["config"], source="index.json"))
+    progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
+    try:
+        summary = index.add(args.inputs, cfg, progress=progress)
+    finally:
+        progress.close()
+    print(f"indexed {summary['documents']:,} documents as {summary['segment']} ({summary['skipped']:,} skipped) in "
+          f"{summary['seconds']:.1f} s; the index holds {summary['index_documents']:,} documents in {args.index}")
     return 0
 
 
@@ -350,6 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dedup", help="deduplicate files and write documents.parquet, kept.*, report.json")
     _add_dedup_arguments(p)
     p.set_defaults(func=_cmd_dedup)
+    p = sub.add_parser("index", help="a persistent index of documents to deduplicate new data against "
+                       "(dedup --against)")
+    isub = p.add_subparsers(dest="action", required=True)
+    for action, what in (("build", "create an index from INPUT (the directory must be new or empty)"),
+                         ("add", "append INPUT to an index as a new segment (with the index's settings)")):
+        ip = isub.add_parser(action, help=what)
+        _add_dedup_arguments(ip, output=False)
+        ip.set_defaults(func=_cmd_index)
+    ip = isub.add_parser("info", help="documents, segments, settings and size of an index")
+    ip.add_argument("index", metavar="DIR")
+    ip.set_defaults(func=_cmd_index)
     p = sub.add_parser("stages", help="list the cascade's stages, in order, one line each")
     p.set_defaults(func=_cmd_stages)
     p = sub.add_parser("sample-corpus", help="build an offline sample corpus with planted duplicates")

@@ -99,26 +99,32 @@ def select_survivors(
     priorities: np.ndarray,
     config: SelectConfig,
     children: np.ndarray | None = None,
+    pinned: np.ndarray | None = None,
 ) -> Selection:
     """Pick one survivor per cluster by the keep policy and describe every removal.
 
     ``roots`` is the union-find root of every document; ``edges_*`` the accepted pairs that
     merged clusters (a spanning forest). ``children`` (bool per document) marks documents
     contained in another: whatever the policy, a cluster's survivor is one that is not a
-    child when it has one, so a child never survives its parent.
+    child when it has one, so a child never survives its parent. ``pinned`` (bool per
+    document) marks documents of an index (``dedup --against``): among the non-children of a
+    cluster, a pinned one survives whatever the policy.
     """
     n = roots.shape[0]
     index = np.arange(n, dtype=np.int64)
     child = np.zeros(n, np.int8) if children is None else children.astype(np.int8)
+    # A pinned document (indexed before: published already) survives its cluster unless it is
+    # contained in a new one; then the policy decides among the rest.
+    loose = ~pinned if pinned is not None else np.zeros(n, dtype=np.bool_)
     if config.keep == "first":
-        order = np.lexsort((index, child, roots))
+        order = np.lexsort((index, loose, child, roots))
     elif config.keep == "longest":
-        order = np.lexsort((index, -lengths.astype(np.int64), child, roots))
+        order = np.lexsort((index, -lengths.astype(np.int64), loose, child, roots))
     else:
         key = priorities.astype(np.float64)
         key = -key if config.priority_order == "desc" else key.copy()
         key[np.isnan(key)] = np.inf  # missing values rank last
-        order = np.lexsort((index, key, child, roots))
+        order = np.lexsort((index, key, loose, child, roots))
     sorted_roots = roots[order]
     starts = np.flatnonzero(np.r_[True, sorted_roots[1:] != sorted_roots[:-1]])
     sizes = np.diff(np.r_[starts, n])
@@ -152,7 +158,8 @@ def _components(nodes: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, n: 
 
 def refine_by_cover(roots: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray, edges_score: np.ndarray,
                     edges_kind: np.ndarray, lengths: np.ndarray, priorities: np.ndarray, config: SelectConfig,
-                    children: np.ndarray | None, covers: CoverFn) -> tuple[np.ndarray, np.ndarray, int]:
+                    children: np.ndarray | None, covers: CoverFn,
+                    pinned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Split clusters until every removed document is covered by its survivor directly.
 
     Returns the refined roots, a mask of the edges kept (both ends in one refined cluster) and
@@ -169,7 +176,7 @@ def refine_by_cover(roots: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray,
     while True:
         keep_edge = roots[a] == roots[b]
         sel = select_survivors(roots, a[keep_edge], b[keep_edge], edges_score[keep_edge], edges_kind[keep_edge],
-                               lengths, priorities, config, children)
+                               lengths, priorities, config, children, pinned)
         removed = np.flatnonzero(sel.keeper != np.arange(n))
         if removed.size == 0:
             break

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from semhash_llm.config import ConfigError, PipelineConfig
-from semhash_llm.stages.base import StreamBatch
+from semhash_llm.stages.base import ComputesFeatures, StreamBatch
 
 __all__ = ["RayEngine", "StageFeatures"]
 
@@ -32,14 +32,14 @@ class StageFeatures:
         from semhash_llm.cascade import STAGES
 
         self.config = PipelineConfig.from_dict(config)
-        self.stages = {info.name: info.build(self.config) for info in STAGES if info.name in stages}
+        built = (info.build(self.config) for info in STAGES if info.name in stages)
+        self.stages = {st.name: st for st in built if isinstance(st, ComputesFeatures)}
 
     def __call__(self, block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         texts = [str(t) for t in block["text"].tolist()]
         out: dict[str, np.ndarray] = {"key": block["key"], "pos": block["pos"]}
         for name, stage in self.stages.items():
-            compute = getattr(stage, "compute")  # the stages named are those that offer compute
-            for feature, values in compute(texts, self.config.normalize, self.config.shingle).items():
+            for feature, values in stage.compute(texts, self.config.normalize, self.config.shingle).items():
                 out[f"{name}/{feature}"] = values
         return out
 

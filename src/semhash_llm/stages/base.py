@@ -31,11 +31,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from semhash_llm.config import NormalizeConfig, ShingleConfig
 from semhash_llm.sketch.lsh import Confirmation, Deferred, min_equal_slots
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
+__all__ = ["ComputesFeatures", "DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
            "Deferral", "deferral", "read_pair_texts"]
 
 
@@ -244,4 +245,16 @@ class Stage(Protocol):
 
     def decide(self, ctx: DecideContext) -> Decision:
         """Link the accepted pairs into ``ctx.union_find``; return them with the funnel numbers."""
+        ...
+
+
+@runtime_checkable
+class ComputesFeatures(Protocol):
+    """A stage whose streamed features are a pure function of each text: an engine may compute
+    them elsewhere (:attr:`StreamBatch.precomputed`), an index may store them."""
+
+    name: str
+
+    def compute(self, texts: list[str], normalize: NormalizeConfig, shingle: ShingleConfig) -> dict[str, np.ndarray]:
+        """One row per text of each feature, as ``process`` keeps them for featured documents."""
         ...
