@@ -326,8 +326,8 @@ def _run_changing_input(monkeypatch: pytest.MonkeyPatch, change: Any, inputs: li
     """Run the pipeline with ``change()`` applied to the input between the cascade and the kept output."""
     original = Deduplicator._run
 
-    def run_then_change(self: Deduplicator, source: Any) -> Any:
-        state = original(self, source)
+    def run_then_change(self: Deduplicator, source: Any, *args: Any) -> Any:
+        state = original(self, source, *args)
         change()
         return state
 

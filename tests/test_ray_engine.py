@@ -25,7 +25,7 @@ def test_ray_engine_equals_local(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path / "ray" / "kept.parquet").equals(pq.read_table(tmp_path / "local" / "kept.parquet"))
     report = json.loads((tmp_path / "ray" / "report.json").read_text())
     engine = report["funnel"][0]["details"]["engine"]
-    assert engine["kind"] == "ray" and engine["stages"] == ["lsh", "sph"]
+    assert engine["kind"] == "ray" and engine["stages"] == ["lsh", "sph"] and engine["bucket_shuffle"] == ["lsh"]
     assert report["config_fingerprint"] == json.loads((tmp_path / "local" / "report.json").read_text())[
         "config_fingerprint"]
     removed = [r for r in a.to_pylist() if r["action"] == "remove"]

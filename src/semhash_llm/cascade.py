@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from semhash_llm.checkpoint import Checkpoints, input_fingerprint, pack_handoff, unpack_handoff
 from semhash_llm.config import PipelineConfig
-from semhash_llm.engine import make_engine
+from semhash_llm.engine import Engine, make_engine
 from semhash_llm.faults import failpoint
 from semhash_llm.index import IndexPrefix
 from semhash_llm.io.readers import InputError, reason_category
@@ -292,10 +292,21 @@ class Cascade:
             self.progress(stage, done, total)
 
     def run(self, source: Source) -> CascadeState:
+        """Stream ``source`` through the configured stages, let them decide, select the survivors."""
+        stages = configured_stages(self.config)
+        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures))
+        engine = make_engine(self.config, offload)
+        try:
+            return self._run(source, stages, engine, offload)
+        finally:
+            if engine is not None:
+                engine.close()
+
+    def _run(self, source: Source, stages: list[Stage], engine: Engine | None, offload: tuple[str, ...]
+             ) -> CascadeState:
         cfg = self.config
         t_start = time.perf_counter()
         classes = char_classes(cfg.normalize.strip_punctuation)
-        stages = configured_stages(cfg)
         rows = {st.name: StageStats(st.name) for st in stages}
         stream_seconds = dict.fromkeys(rows, 0.0)
         prio_field = cfg.select.priority_field if cfg.select.keep == "priority" else None
@@ -312,8 +323,6 @@ class Cascade:
         # With an engine, the stages from the first one it computes features for onward see each
         # batch once a window of batches has come back from it; the stages before (Bloom, which
         # claims documents) see it as it is read.
-        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures))
-        engine = make_engine(cfg, offload)
         prefix = self.prefix
         split = (next((i for i, st in enumerate(stages) if st.name in offload), len(stages))
                  if engine is not None or prefix is not None else len(stages))
@@ -374,7 +383,12 @@ class Cascade:
         if engine is not None:
             read.details["engine"] = {"kind": cfg.engine.kind, "stages": list(offload),
                                       "engine_seconds": round(read.details.pop("engine_seconds", 0.0), 3)}
-            engine.close()
+            shuffle = getattr(engine, "bucket_orders", None)
+            for stage in stages:  # the LSH bucket shuffle runs on the engine too
+                if callable(shuffle) and hasattr(stage, "bucketer"):
+                    stage.bucketer = shuffle
+                    read.details["engine"]["bucket_shuffle"] = [*read.details["engine"].get("bucket_shuffle", []),
+                                                                stage.name]
         failpoint("after", "read")
         st_status = status.view()
         read.docs_out = int(np.count_nonzero(st_status == DocStatus.OK))

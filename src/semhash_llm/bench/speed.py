@@ -41,7 +41,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -227,6 +227,34 @@ def _run_semhash_full(texts: list[str]) -> tuple[np.ndarray, str]:
     return np.asarray(res.documents.column("action").to_pylist()) == "remove", note
 
 
+class _StudentEncoder:
+    """MinishLab semhash's encoder here: the shipped static SPH student (its default, a model2vec
+    static model, cannot be downloaded on an offline machine; the student is of the same kind)."""
+
+    def __init__(self) -> None:
+        from semhash_llm.sph.student import load_student
+
+        self.student = load_student()
+
+    def encode(self, inputs: Any, **kwargs: Any) -> np.ndarray:
+        return np.asarray(self.student.encode(list(inputs)), dtype=np.float32)
+
+
+def _run_minishlab(texts: list[str]) -> tuple[np.ndarray, str]:
+    try:
+        from semhash import SemHash
+    except ImportError as exc:
+        raise ImportError("MinishLab semhash is not installed") from exc
+    sh = SemHash.from_records(records=[{"id": str(i), "text": t} for i, t in enumerate(texts)], columns=["text"],
+                              model=_StudentEncoder())
+    result = sh.self_deduplicate(threshold=0.9)
+    removed = np.zeros(len(texts), dtype=bool)
+    for dup in result.filtered:
+        removed[int(dup.record["id"])] = True
+    return removed, (f"semhash {_version('semhash')} self_deduplicate(threshold=0.9), encoder: the shipped static "
+                     "SPH student (its default model2vec model is not downloadable offline)")
+
+
 def _run_datasketch(texts: list[str]) -> np.ndarray:
     from datasketch import MinHash, MinHashLSH
 
@@ -322,6 +350,7 @@ SYSTEMS: dict[str, Callable[[list[str]], np.ndarray | tuple[np.ndarray, str]]] =
     "rensa": _run_rensa,
     "datasketch": _run_datasketch,
     "datatrove": _run_datatrove,
+    "semhash": _run_minishlab,
 }
 
 

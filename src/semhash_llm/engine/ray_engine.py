@@ -68,6 +68,7 @@ class RayEngine:
         self._payload = config.to_dict()
         self.blocks_ = 0
         self.texts_ = 0
+        self.shuffle_partitions_ = 0
         logger.info("ray engine: %s computed on %d actor(s) at %s", ", ".join(stages), config.engine.ray_workers,
                     ray.get_runtime_context().gcs_address)
 
@@ -86,7 +87,8 @@ class RayEngine:
         if tables:
             ds = ray.data.from_arrow(tables).map_batches(
                 StageFeatures, fn_constructor_args=(self._payload, self.stages), batch_size=None,
-                batch_format="numpy", concurrency=self.config.engine.ray_workers, zero_copy_batch=True)
+                batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.config.engine.ray_workers),
+                zero_copy_batch=True)
             for block in ds.iter_batches(batch_size=None, batch_format="numpy"):
                 keys = block["key"]
                 for key in np.unique(keys).tolist():
@@ -115,6 +117,44 @@ class RayEngine:
                 precomputed[name] = features
             self.texts_ += m
 
+    def bucket_orders(self, keys: np.ndarray) -> list[np.ndarray]:
+        """The LSH bucket shuffle: every (band, key, row) written to sorted Parquet partitions by
+        bucket hash, one Ray task per partition keeps the buckets of two or more rows, and the
+        driver gathers them: per band, those rows by key then row (what a stable sort of the
+        band's keys gives, singletons left out), for its deterministic union-find."""
+        import tempfile
+        from pathlib import Path
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        import ray
+
+        n, bands = keys.shape
+        parts = max(2 * self.config.engine.ray_workers, 1)
+        band = np.tile(np.arange(bands, dtype=np.int16), n)
+        row = np.repeat(np.arange(n, dtype=np.int64), bands)
+        key = np.ascontiguousarray(keys).reshape(-1)
+        bucket = (key ^ (band.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))) % np.uint64(parts)
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(parts + 1, dtype=np.uint64))
+        with tempfile.TemporaryDirectory(prefix="semhash-shuffle-") as tmp:
+            paths = []
+            for p in range(parts):
+                sel = order[bounds[p]: bounds[p + 1]]
+                sel = sel[np.lexsort((row[sel], key[sel], band[sel]))]  # each partition written sorted
+                path = Path(tmp) / f"bucket-part-{p:04d}.parquet"
+                pq.write_table(pa.table({"band": band[sel], "key": key[sel], "row": row[sel]}), path)
+                paths.append(str(path))
+            found = ray.get([_multi_member_buckets.remote(path) for path in paths])
+        self.shuffle_partitions_ += parts
+        b = np.concatenate([f[0] for f in found])
+        k = np.concatenate([f[1] for f in found])
+        r = np.concatenate([f[2] for f in found])
+        sort = np.lexsort((r, k, b))
+        b, r = b[sort], r[sort]
+        cut = np.searchsorted(b, np.arange(bands + 1))
+        return [r[cut[j]: cut[j + 1]] for j in range(bands)]
+
     def close(self) -> None:
         if self._started:
             import ray
@@ -122,3 +162,39 @@ class RayEngine:
             ray.shutdown()
             self._started = False
 
+
+def _multi_member_buckets_fn(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One partition of the bucket shuffle (sorted by band, key, row): the rows of its buckets
+    with two or more rows."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path)
+    band = t.column("band").to_numpy()
+    key = t.column("key").to_numpy()
+    row = t.column("row").to_numpy()
+    if band.size == 0:
+        return band, key, row
+    new = np.ones(band.size, dtype=np.bool_)
+    new[1:] = (band[1:] != band[:-1]) | (key[1:] != key[:-1])
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, band.size))
+    keep = np.repeat(size > 1, size)
+    return band[keep], key[keep], row[keep]
+
+
+class _LazyRemote:
+    """``ray.remote`` applied when first used (importing this module does not import Ray)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self._remote: Any = None
+
+    def remote(self, *args: Any) -> Any:
+        if self._remote is None:
+            import ray
+
+            self._remote = ray.remote(self.fn)
+        return self._remote.remote(*args)
+
+
+_multi_member_buckets = _LazyRemote(_multi_member_buckets_fn)

@@ -9,6 +9,7 @@ estimate before it is accepted, and pairs already in one cluster are not compare
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 
 import numpy as np
 
@@ -62,6 +63,9 @@ class MinHashLSHStage:
         self._rows: list[np.ndarray] = []
         self.counters_ = np.zeros(4, dtype=np.int64)
         self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
+        self.bucketer: Callable[[np.ndarray], list[np.ndarray]] | None = None
+        """Given every row's band keys ``(rows, bands)``, the rows of each band's buckets of two or
+        more, by key then row (an engine's shuffle, ``--engine ray``); ``None``: sorted here."""
 
     @property
     def num_signed(self) -> int:
@@ -123,9 +127,17 @@ class MinHashLSHStage:
         c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.threshold, self.config.num_perm))
         out = Edges.buffer(n, LSH_EDGE_KIND)
         d = self.deferred_ = c.buffer
+        if self.bucketer is not None:
+            keys = np.stack([band_key_column(sigs, j, self.rows_per_band) for j in range(self.num_bands)], axis=1)
+            orders = self.bucketer(keys)
         for j in range(self.num_bands):
-            col = band_key_column(sigs, j, self.rows_per_band)
-            order = np.argsort(col, kind="stable")
+            if self.bucketer is not None:
+                # Only rows of buckets of two or more, in the order a stable sort gives them:
+                # link_band walks the same buckets in the same order.
+                col, order = keys[:, j], orders[j]
+            else:
+                col = band_key_column(sigs, j, self.rows_per_band)
+                order = np.argsort(col, kind="stable")
             link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
                       c.defer_share, rows, parent, self.config.max_bucket_size, out.a, out.b, out.score, self.counters_,
                       d.a, d.b, d.score, d.counters)
