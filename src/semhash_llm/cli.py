@@ -259,6 +259,14 @@ def _print_summary(report: dict[str, Any], out: Path) -> None:
     print(f"documents {s['documents']:,}  kept {s['kept']:,}  removed {s['removed']:,} "
           f"(exact {s['exact_removed']:,}, near {s['near_removed']:,}, contained {s['contained_removed']:,})  "
           f"skipped {s['skipped']:,}  clusters {s['clusters']:,}")
+    if report.get("against"):
+        a = report["against"]
+        print(f"against {a['index']}: {a['indexed_documents']:,} indexed documents; "
+              f"{a['removed_as_duplicate_of_indexed']:,} removed as duplicates of indexed ones")
+    if report.get("resumed_stages"):
+        print("resumed: reused the completed steps " + ", ".join(report["resumed_stages"]))
+    if report.get("resume_note"):
+        print(report["resume_note"])
     if s["fragment_spans_cut"]:
         print(f"viral fragments: {s['fragment_spans_cut']:,} span(s) cut from {s['documents_cut']:,} kept document(s)")
     print(f"{'stage':<8} {'docs in':>10} {'docs out':>10} {'removed':>9} {'pairs in':>10} {'pairs out':>10} "

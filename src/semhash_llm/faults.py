@@ -1,9 +1,10 @@
 """A fault hook for tests: the process kills itself at a named point of a run.
 
 ``SEMHASH_LLM_FAILPOINT=after:<step>`` sends SIGKILL to the process as soon as ``<step>`` is
-complete (its checkpoint written); ``during:<step>`` while it runs (for a stage's decision:
-after it started, before it is kept; for ``read``: after the first batch; for ``write``:
-after ``documents.parquet`` is written, before the rest). Steps: ``read``, every stage name
+complete (its checkpoint written); ``during:<step>`` once it has begun and nothing of it is
+kept (for a stage's decision and ``select``: as they start, every earlier step kept; for
+``read``: after the first batch was streamed; for ``write``: after ``documents.parquet`` is
+written, before the kept output, ``report.json`` and the checkpoints' removal). Steps: ``read``, every stage name
 (``bloom``, ``lsh``, ``aw``, ``sph``, ``mgfn``, ``judge``, ``passages``), ``select``,
 ``write``. Several points may be given, separated by commas. SIGKILL is what an
 out-of-memory killer or a lost machine does: no handler, no clean-up, nothing flushed.
