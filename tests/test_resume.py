@@ -51,6 +51,12 @@ def _kill_and_resume(inp: Path, out: Path, point: str, ref: dict[str, Any]) -> l
     return resumed
 
 
+def _features_reused(out: Path) -> list[str]:
+    read = next(row for row in json.loads((out / "report.json").read_text())["funnel"] if row["stage"] == "read")
+    reused: list[str] = read["details"].get("features_reused_from_checkpoints", [])
+    return reused
+
+
 STAGE_NAMES = [s.name for s in STAGES if s.name != "judge"]  # the judge is off by default
 
 
@@ -63,6 +69,13 @@ def test_killed_run_resumes_to_the_same_output(reference: tuple[Path, dict[str, 
     order = [*STAGE_NAMES, "select"]
     done = order[: order.index(step) + (1 if where == "after" else 0)] if step in order else order
     assert resumed == done, (point, resumed)
+    # A kept stage's features are computed again only while a step still to run reads them:
+    # the lexical stages' signatures serve SPH, the verifier's deferral and the cover check;
+    # SPH's codes serve nothing after SPH decided; Bloom always streams.
+    all_but_bloom = sorted(set(STAGE_NAMES) - {"bloom"})
+    expected = {"after:lsh": [], "during:mgfn": ["sph"], "after:select": all_but_bloom,
+                "during:write": all_but_bloom}[point]
+    assert _features_reused(tmp_path / "out") == expected, point
 
 
 @pytest.mark.slow

@@ -294,17 +294,23 @@ class Cascade:
     def run(self, source: Source) -> CascadeState:
         """Stream ``source`` through the configured stages, let them decide, select the survivors."""
         stages = configured_stages(self.config)
-        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures))
+        ck = self._checkpoints(source)
+        skip = _features_not_needed(stages, ck)
+        if skip:
+            logger.info("resuming: the features of %s are not computed again (their decisions are kept and no "
+                        "step still to run reads them)", ", ".join(sorted(skip)))
+        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures) and st.name not in skip)
         engine = make_engine(self.config, offload)
         try:
-            return self._run(source, stages, engine, offload)
+            return self._run(source, stages, engine, offload, ck, skip)
         finally:
             if engine is not None:
                 engine.close()
 
-    def _run(self, source: Source, stages: list[Stage], engine: Engine | None, offload: tuple[str, ...]
-             ) -> CascadeState:
+    def _run(self, source: Source, stages: list[Stage], engine: Engine | None, offload: tuple[str, ...],
+             ck: Checkpoints | None, skip: frozenset[str]) -> CascadeState:
         cfg = self.config
+        streamed = [st for st in stages if st.name not in skip]
         t_start = time.perf_counter()
         classes = char_classes(cfg.normalize.strip_punctuation)
         rows = {st.name: StageStats(st.name) for st in stages}
@@ -324,8 +330,8 @@ class Cascade:
         # batch once a window of batches has come back from it; the stages before (Bloom, which
         # claims documents) see it as it is read.
         prefix = self.prefix
-        split = (next((i for i, st in enumerate(stages) if st.name in offload), len(stages))
-                 if engine is not None or prefix is not None else len(stages))
+        split = (next((i for i, st in enumerate(streamed) if st.name in offload), len(streamed))
+                 if engine is not None or prefix is not None else len(streamed))
         window: list[StreamBatch] = []
         origin: list[tuple[int, np.ndarray]] = []  # (file index, ordinals) of each batch in the window
 
@@ -341,7 +347,7 @@ class Cascade:
                 read.details["engine_seconds"] = read.details.get("engine_seconds", 0.0) + time.perf_counter() - t1
             origin.clear()
             for held in pending:
-                for stage in stages[split:]:
+                for stage in streamed[split:]:
                     t1 = time.perf_counter()
                     stage.process(held)
                     stream_seconds[stage.name] += time.perf_counter() - t1
@@ -367,7 +373,7 @@ class Cascade:
             status.extend(st)
             read.seconds += time.perf_counter() - t0
             sb = StreamBatch(np.arange(n, n + size, dtype=np.int64), texts, tb, st, st == DocStatus.OK, normalized)
-            for stage in stages[:split]:
+            for stage in streamed[:split]:
                 t1 = time.perf_counter()
                 stage.process(sb)
                 stream_seconds[stage.name] += time.perf_counter() - t1
@@ -401,6 +407,8 @@ class Cascade:
             "no_tokens": int(np.count_nonzero(st_status == DocStatus.NO_TOKENS)),
             "files": len(source.names),
         }
+        if skip:
+            read.details["features_reused_from_checkpoints"] = sorted(skip)
 
         # ---- after the stream: every stage decides, in order, into one union-find
         def read_texts(docs: np.ndarray) -> list[str]:
@@ -410,7 +418,6 @@ class Cascade:
             return [texts[pos[d]] for d in np.asarray(docs, dtype=np.int64).tolist()]
 
         ctx = DecideContext(n, st_status, UnionFind(n), {st.name: st for st in stages}, read_texts, self._tick)
-        ck = self._checkpoints(source)
         resumed: list[str] = []
         edge_parts: list[Edges] = []
         fragment_parts: list[Fragments] = []
@@ -432,7 +439,8 @@ class Cascade:
             if decision.refeature.size:
                 # Documents this stage claimed wrongly (Bloom false positives): the later stages
                 # compute their features now, from the source, before they decide.
-                repaired = self._refeature(source, stages[i + 1 :], decision.refeature, file_index.view(),
+                repaired = self._refeature(source, [st for st in stages[i + 1 :] if st.name not in skip],
+                                           decision.refeature, file_index.view(),
                                            ordinal.view(), st_status, classes)
                 decision.details["repaired_false_positives"] = repaired
             row = rows[stage.name]
@@ -570,6 +578,33 @@ class Cascade:
         order = np.argsort(np.asarray(got_docs, dtype=np.int64), kind="stable")
         index = np.asarray(got_docs, dtype=np.int64)[order]
         return index, [got_texts[k] for k in order.tolist()]
+
+
+def _features_not_needed(stages: Sequence[Stage], ck: Checkpoints | None) -> frozenset[str]:
+    """The stages whose streamed features a resumed run need not compute: their decision is
+    kept, no step still to run reads them, and they claim no documents while streaming.
+
+    A stage's decision reads its own features and those of the stages it names in
+    ``reads_features_of`` (a linking stage: the verifier's deferral and AW-MinHash's
+    confirmation); the selection's cover check reads the stages that offer ``signatures`` and
+    the verifier. A stage with ``claims_documents`` (Bloom) always streams: the documents it
+    claims are the ones the others do not see."""
+    if ck is None:
+        return frozenset()
+    done = {st.name for i, st in enumerate(stages) if ck.has(i + 1, st.name)}
+    if not done:
+        return frozenset()
+    needed: set[str] = set()
+    for st in stages:
+        if getattr(st, "claims_documents", False):
+            needed.add(st.name)
+        if st.name not in done:
+            needed.add(st.name)
+            needed.update(getattr(st, "reads_features_of", ()))
+    if not ck.has(len(stages) + 1, "select"):
+        needed.update(st.name for st in stages
+                      if callable(getattr(st, "signatures", None)) or isinstance(st, VerifierStage))
+    return frozenset(done - needed)
 
 
 def _save_decision(ck: Checkpoints, order: int, stage: Stage, decision: Decision, ctx: DecideContext,

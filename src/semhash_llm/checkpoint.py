@@ -6,8 +6,9 @@ contained children, documents to re-feature and its report row), the union-find 
 and the *hand-off* state the later stages read from it (the pairs a linking stage deferred to
 the verifier, the pairs the verifier referred to the judge, the judge's pair log: each stage
 names these in ``handoff_fields``); then the selection. A run killed and started again with
-the same command streams the input again (the stages' features are recomputed, not stored),
-reuses every step whose marker is there, and computes the rest; ``report.json`` lists the
+the same command streams the input again, reuses every step whose marker is there, and
+computes the rest; the features of a kept stage are computed again only where a step still to
+run reads them (they are not stored: see ``reads_features_of`` on the stages); ``report.json`` lists the
 reused steps as ``resumed_stages``.
 
 A step is written into a temporary directory and renamed into place when complete: the

@@ -67,6 +67,9 @@ class BloomExactStage:
     """The streaming half of stage 1: ask the Bloom filter about each batch of digests."""
 
     name = "bloom"
+    claims_documents = True
+    """The documents it claims while streaming are the ones the later stages do not see: it
+    streams on every run, resumed or not."""
 
     def __init__(self, config: BloomConfig) -> None:
         self.config = config

@@ -49,6 +49,9 @@ class MinHashLSHStage:
     handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
     """What a later stage reads from this one after it decided (the verifier: its deferred pairs
     and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
+    reads_features_of: tuple[str, ...] = ("aw", "mgfn")
+    """The other stages whose streamed features this one's decision reads (AW-MinHash's confirmation, the verifier's deferral); a resumed
+    run computes a kept stage's features again only while a step still to run reads them."""
 
     def __init__(self, config: MinHashConfig) -> None:
         self.config = config

@@ -44,6 +44,10 @@ class SPHStage:
     handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
     """What a later stage reads from this one after it decided (the verifier: its deferred pairs
     and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
+    reads_features_of: tuple[str, ...] = ("lsh", "aw", "mgfn")
+    """The other stages whose streamed features this one's decision reads (MinHash signatures and clusters, AW-MinHash's confirmation,
+    the verifier's deferral); a resumed
+    run computes a kept stage's features again only while a step still to run reads them."""
 
     def __init__(self, config: SPHConfig) -> None:
         self.config = config
