@@ -153,3 +153,9 @@ def test_remove_spans_round_trips() -> None:
     assert remove_spans(text, []) == text
     with pytest.raises(ValueError, match="outside"):
         remove_spans(text, [(5, 11)])
+
+
+def test_no_records_gives_an_empty_contract_table() -> None:
+    result = deduplicate([])
+    assert result.num_documents == 0 and result.documents.column_names[:3] == ["id", "action", "duplicate_of"]
+    assert result.report["summary"]["documents"] == 0 and result.selected == []

@@ -27,6 +27,7 @@ from semhash_llm.index import DocumentIndex, IndexedSource, IndexPrefix
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
+from semhash_llm.runview import LOCATIONS, RunViewError, locations_table
 from semhash_llm.stages.base import DocStatus
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND
 from semhash_llm.text.spans import remove_spans
@@ -256,9 +257,26 @@ class Deduplicator:
         for name, pairs in state.pair_logs.items():
             write_documents(out / f"{name}_pairs.parquet", pairs, cfg.output.compression_level)
             report["outputs"][f"{name}_pairs"] = f"{name}_pairs.parquet"
+        vis = state.visible_from
+        write_documents(out / LOCATIONS, locations_table(state.file_index[vis:] - state.visible_shards_from,
+                                                         state.ordinal[vis:], scan.files),
+                        cfg.output.compression_level)
+        report["outputs"]["locations"] = LOCATIONS
         write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
                                          "semhash_llm_version": __version__})
+        if cfg.output.html:
+            report["outputs"]["html"] = "report.html"
         write_json(out / "report.json", report)
+        if cfg.output.html:
+            from semhash_llm.report_html import write_report_html
+            from semhash_llm.runview import RunView
+
+            t_html = time.perf_counter()
+            try:
+                write_report_html(RunView.open(out))
+                logger.info("wrote %s in %.1f s", out / "report.html", time.perf_counter() - t_html)
+            except RunViewError as exc:  # the decisions stand; the page can be written later
+                logger.warning("report.html not written: %s (write it with `semhash-llm report %s`)", exc, out)
         failpoint("after", "write")
         if state.checkpoints is not None:
             state.checkpoints.remove()

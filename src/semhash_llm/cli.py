@@ -187,6 +187,8 @@ def _add_dedup_arguments(p: argparse.ArgumentParser, output: bool = True) -> Non
                    help="the Ray cluster to join ('auto', 'ray://host:10001'); default: start a local one")
     g.add_argument("--ray-workers", dest="engine.ray_workers", type=int, metavar="N",
                    help="actors computing features, each building the stages (and loading the SPH student) once")
+    g.add_argument("--no-html", dest="output.html", action="store_const", const=False,
+                   help="do not write OUT/report.html (default: written; `semhash-llm report OUT` writes it later)")
     g = p.add_argument_group("resume")
     g.add_argument("--no-resume", dest="output.resume", action="store_const", const=False,
                    help="keep no checkpoints: a run killed and started again starts from the beginning (default: "
@@ -314,6 +316,42 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from semhash_llm.explain import explain_pair, format_explanation
+    from semhash_llm.runview import RunView
+
+    found = explain_pair(RunView.open(args.run), args.a, args.b)
+    print(json.dumps(found, indent=1, default=str) if args.json else format_explanation(found))
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from semhash_llm import inspect_run as ins
+    from semhash_llm.runview import RunView
+
+    view = RunView.open(args.run)
+    if args.cluster is not None:
+        found: Any = ins.cluster_members(view, args.cluster, limit=args.top if args.top_given else 50)
+        text = ins.format_members(found)
+    elif args.similar is not None:
+        found = ins.similar_documents(view, args.similar, top=args.top)
+        text = ins.format_similar(found)
+    else:
+        found = ins.largest_clusters(view, top=args.top)
+        text = ins.format_clusters(view, found)
+    print(json.dumps(found, indent=1, default=str) if args.json else text)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from semhash_llm.report_html import write_report_html
+    from semhash_llm.runview import RunView
+
+    path = write_report_html(RunView.open(args.run), args.html)
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_sample(args: argparse.Namespace) -> int:
     from semhash_llm.sample import build_sample_corpus
 
@@ -398,6 +436,27 @@ def build_parser() -> argparse.ArgumentParser:
     ip = isub.add_parser("info", help="documents, segments, settings and size of an index")
     ip.add_argument("index", metavar="DIR")
     ip.set_defaults(func=_cmd_index)
+    p = sub.add_parser("explain", help="why two documents of a run were or were not merged: every stage's "
+                       "score for the pair, the thresholds, the verifier's probability and variance, the judge")
+    p.add_argument("a", help="id of the first document")
+    p.add_argument("b", help="id of the second document")
+    p.add_argument("--run", required=True, help="the --output directory of a dedup run")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_explain)
+    p = sub.add_parser("inspect", help="a run's largest clusters, one cluster's documents, or the documents "
+                       "most similar to one, in the terminal")
+    p.add_argument("run", help="the --output directory of a dedup run")
+    p.add_argument("--cluster", metavar="ID", help="show the documents of this cluster (or of the cluster this "
+                   "document is in)")
+    p.add_argument("--similar", metavar="ID", help="show the documents most similar to this one (MinHash and SPH "
+                   "over every document of the run)")
+    p.add_argument("--top", type=int, default=10, help="how many clusters or neighbours (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_inspect)
+    p = sub.add_parser("report", help="write OUT/report.html again for a finished run (dedup writes it)")
+    p.add_argument("run", help="the --output directory of a dedup run")
+    p.add_argument("--html", help="where to write it (default: OUT/report.html)")
+    p.set_defaults(func=_cmd_report)
     p = sub.add_parser("stages", help="list the cascade's stages, in order, one line each")
     p.set_defaults(func=_cmd_stages)
     p = sub.add_parser("sample-corpus", help="build an offline sample corpus with planted duplicates")
@@ -446,6 +505,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``semhash-llm``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "func", None) is _cmd_inspect:
+        args.top_given = "--top" in (argv if argv is not None else sys.argv)
+        if args.top < 1:
+            parser.error("--top must be at least 1")
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from semhash_llm.io.readers import InputError

@@ -600,9 +600,12 @@ class OutputConfig:
     resume: bool = True
     """Keep each step's output in ``OUT/.checkpoints`` so that a run killed and started again
     with the same command continues where it stopped (:mod:`semhash_llm.checkpoint`)."""
+    html: bool = True
+    """Write ``OUT/report.html`` (:mod:`semhash_llm.report_html`): plots, sample clusters, fragments."""
 
     def __post_init__(self) -> None:
         _check_choice("OutputConfig", "format", self.format, ("parquet", "jsonl"))
+        _check_bool("OutputConfig", "html", self.html)
         _check_bool("OutputConfig", "write_kept", self.write_kept)
         _check_bool("OutputConfig", "resume", self.resume)
         _check_int("OutputConfig", "compression_level", self.compression_level, 1, 22)

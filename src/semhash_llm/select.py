@@ -126,7 +126,7 @@ def select_survivors(
         key[np.isnan(key)] = np.inf  # missing values rank last
         order = np.lexsort((index, key, loose, child, roots))
     sorted_roots = roots[order]
-    starts = np.flatnonzero(np.r_[True, sorted_roots[1:] != sorted_roots[:-1]])
+    starts = np.flatnonzero(np.r_[True, sorted_roots[1:] != sorted_roots[:-1]]) if n else np.empty(0, np.int64)
     sizes = np.diff(np.r_[starts, n])
     keeper_of_root = np.empty(n, dtype=np.int64)
     keeper_of_root[sorted_roots[starts]] = order[starts]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["write_json_atomic", "fsync_path"]
+__all__ = ["write_json_atomic", "write_text_atomic", "fsync_path"]
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any], default: Callable[[Any], Any] | None = None) -> None:
@@ -15,6 +15,17 @@ def write_json_atomic(path: Path, payload: dict[str, Any], default: Callable[[An
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as fh:
         json.dump(payload, fh, indent=1, sort_keys=True, default=default)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write UTF-8 text to a temporary file beside ``path``, fsync it, and rename it into place."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
