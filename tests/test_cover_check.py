@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from semhash_llm import PipelineConfig, deduplicate
 from semhash_llm.config import SelectConfig
@@ -73,6 +74,11 @@ def test_in_the_cascade_a_chain_of_edits_keeps_its_far_end() -> None:
     assert len(kept_covered) > 1  # its survivor does not cover the far end: it stays
     select_row = next(s for s in covered.report["funnel"] if s["stage"] == "select")
     assert select_row["details"]["cover_check_reclustered"] >= 1
+    # every removal is labelled by a real link (a member whose own edges led to split-off members
+    # is labelled by what covered it), never by the "exact" default with no score
+    for row in covered.documents.to_pylist():
+        if row["action"] == "remove":
+            assert row["decided_by"] == "lsh" and 0.0 < row["score"] <= 1.0, row
 
 
 def test_an_exact_copy_of_a_covered_document_is_covered() -> None:
@@ -83,8 +89,10 @@ def test_an_exact_copy_of_a_covered_document_is_covered() -> None:
 
     # Documents 0 (x), 1 (x's exact copy), 2 (y, the survivor), 3 (unrelated).
     edges = Edges(np.array([1, 0]), np.array([0, 2]), np.array([1.0, 0.9], np.float32), np.array([0, 6], np.uint8))
-    covers = _cover_fn({}, edges, 4, PipelineConfig())
+    covers, evidence = _cover_fn({}, edges, 4, PipelineConfig())
     assert covers(np.array([0, 1, 3]), np.array([2, 2, 2])).tolist() == [True, True, False]
+    assert evidence[0 * 4 + 2] == evidence[1 * 4 + 2] == (6, pytest.approx(0.9))  # the pair that covers both
+    assert 3 * 4 + 2 not in evidence
 
 
 def test_weighted_containment_bound() -> None:

@@ -100,9 +100,15 @@ def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: 
     no_edges = Edges(np.array([3]), np.array([0]), np.array([0.9], np.float32), np.array([6], np.uint8))
     for threshold, expected in ((0.0, [True, False, True]), (1.0, [False, False, True])):
         stage = VerifierStage(VerifierConfig(model_path=str(tiny_model), threshold=threshold))
-        covers = _cover_fn({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts)
+        covers, evidence = _cover_fn({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts)
         # 1 vs 0: a typo copy (verifier decides); 2 vs 0: nothing shared (screened out); 3 vs 0: an accepted pair.
         assert covers(np.array([1, 2, 3]), np.array([0, 0, 0])).tolist() == expected
+        # what covered each pair labels a removal the check left without a path of edges
+        assert evidence[3 * 4 + 0] == (6, pytest.approx(0.9))
+        assert 2 * 4 + 0 not in evidence
+        if expected[0]:
+            kind, prob = evidence[1 * 4 + 0]
+            assert kind == 6 and threshold <= prob <= 1.0
         asked = len(calls)
         covers(np.array([1, 2]), np.array([0, 0]))
         assert len(calls) == asked  # each pair is read once

@@ -43,11 +43,11 @@ from semhash_llm.stages.base import (
     StreamBatch,
 )
 from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
-from semhash_llm.stages.near import MinHashLSHStage
+from semhash_llm.stages.near import LSH_EDGE_KIND, MinHashLSHStage
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
 from semhash_llm.stages.semantic import SPHStage
-from semhash_llm.stages.verify import VerifierStage
-from semhash_llm.stages.weighted import AWMinHashStage
+from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, VerifierStage
+from semhash_llm.stages.weighted import AW_EDGE_KIND, AWMinHashStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 
@@ -473,14 +473,23 @@ class Cascade:
             edges = Edges.concat(edge_parts)
             roots = ctx.union_find.roots()
             reclustered = 0
+            evidence: dict[int, tuple[int, float]] = {}
             if cfg.select.cover_check and len(edges):
+                covers, evidence = _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts)
                 roots, kept_edges, reclustered = refine_by_cover(
                     roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select,
-                    children, _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts), pinned)
+                    children, covers, pinned)
                 edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges],
                               edges.kind[kept_edges])
             selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(),
                                          prios.view(), cfg.select, children, pinned)
+            # A removed document the cover check kept in its cluster although its own edges led to
+            # members it split off has no path of edges to its survivor: label it by what covered it.
+            direct = np.flatnonzero((selection.keeper != np.arange(n)) & (selection.via_kind < 0))
+            for d in direct.tolist():
+                found = evidence.get(d * n + int(selection.keeper[d]))
+                if found is not None:
+                    selection.via_kind[d], selection.via_score[d] = found
             cover_counts = (ver.cover_pairs_, ver.cover_accepted_) if ver is not None else (0, 0)
             if ck is not None:
                 ck.save(select_step, "select", {"keeper": selection.keeper, "cluster_size": selection.cluster_size,
@@ -651,16 +660,22 @@ def _pair_table(log: dict[str, np.ndarray], ids: pa.Array) -> pa.Table:
 
 
 def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig,
-              read_texts: Callable[[np.ndarray], list[str]] | None = None) -> CoverFn:
+              read_texts: Callable[[np.ndarray], list[str]] | None = None
+              ) -> tuple[CoverFn, dict[int, tuple[int, float]]]:
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
     when a stage accepted the pair itself (or a pair of their exact copies), when they are exact copies, when their MinHash (or,
     both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
     stages, when the document's weighted content is held by the keeper (:func:`weighted_containment`
     of their AW-MinHash signatures at least ``SelectConfig.cover_containment``), or when a chain
     of containment edges leads from the document to the keeper. Exact
-    copies that Bloom claimed (no signatures of their own) stand for the copy they equal."""
-    # (signatures, row of each document or -1, each row's total weight for containment or None)
-    sig_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    copies that Bloom claimed (no signatures of their own) stand for the copy they equal.
+
+    Also returns the *evidence* of every covered pair (key ``doc * n + keeper``): the edge kind
+    and score of what covered it, which labels a removed document whose path of edges to its
+    survivor was cut by the check (it is covered directly, with no edge of its own)."""
+    evidence: dict[int, tuple[int, float]] = {}
+    # (edge kind, signatures, row of each document or -1, each row's total weight for containment or None)
+    sig_rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
     floors: list[float] = []
     for name, floor in (("lsh", cfg.minhash.threshold), ("aw", cfg.aw.threshold)):
         stage = stages.get(name)
@@ -671,7 +686,7 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         where = np.full(n, -1, dtype=np.int64)
         where[rows] = np.arange(rows.size, dtype=np.int64)
         mass = stage.masses() if isinstance(stage, AWMinHashStage) and cfg.select.cover_containment < 1.0 else None
-        sig_rows.append((sigs, where, mass))
+        sig_rows.append((LSH_EDGE_KIND if name == "lsh" else AW_EDGE_KIND, sigs, where, mass))
         floors.append(floor)
     if "sph" in stages:
         floors.append(cfg.sph.min_jaccard)
@@ -706,36 +721,66 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     # Accepted pairs between exact classes: a copy of a document the keeper covers is covered too.
     ra, rb = reps[edges.a].astype(np.int64), reps[edges.b].astype(np.int64)
     linked = np.unique(np.concatenate([ra * n + rb, rb * n + ra]))
+    link_evidence: dict[int, tuple[int, float]] = {}
+    for x, y, kind, score in zip((ra * n + rb).tolist(), (rb * n + ra).tolist(), edges.kind.tolist(),
+                                 edges.score.tolist()):
+        for key in (x, y):
+            if key not in link_evidence or score > link_evidence[key][1]:
+                link_evidence[key] = (int(kind), float(score))
+    contained_score: dict[tuple[int, int], float] = {}
+    for child, parent, score in zip(edges.a[contained].tolist(), edges.b[contained].tolist(),
+                                    edges.score[contained].tolist()):
+        contained_score[(child, parent)] = float(score)
     found = stages.get("mgfn")
     verifier = found if isinstance(found, VerifierStage) else None
     verdicts: dict[int, bool] = {}
 
+    verifier_p: dict[int, float] = {}
+
     def covers(docs: np.ndarray, keepers: np.ndarray) -> np.ndarray:
         rd, rk = reps[docs], reps[keepers]
-        ok = (rd == rk) | np.isin(rd.astype(np.int64) * n + rk, linked)
-        for sigs, where, mass in sig_rows:
+        pair_keys = docs.astype(np.int64) * n + keepers.astype(np.int64)
+        class_keys = rd.astype(np.int64) * n + rk
+        ok = rd == rk
+        for i in np.flatnonzero(ok).tolist():
+            evidence[int(pair_keys[i])] = (EXACT_EDGE_KIND, 1.0)
+        via_link = ~ok & np.isin(class_keys, linked)
+        for i in np.flatnonzero(via_link).tolist():
+            evidence[int(pair_keys[i])] = link_evidence[int(class_keys[i])]
+        ok |= via_link
+        for kind, sigs, where, mass in sig_rows:
             wd, wk = where[rd], where[rk]
             both = (wd >= 0) & (wk >= 0) & ~ok
             if both.any():
+                at = np.flatnonzero(both)
                 same = (sigs[wd[both]] == sigs[wk[both]]).mean(axis=1)
-                ok[np.flatnonzero(both)[same >= floor - 1e-9]] = True
+                hit = same >= floor - 1e-9
                 if mass is not None:
                     held = weighted_containment(same, mass[wd[both]], mass[wk[both]], sigs.shape[1])
-                    ok[np.flatnonzero(both)[held >= cfg.select.cover_containment]] = True
+                    hit |= held >= cfg.select.cover_containment
+                for j in np.flatnonzero(hit).tolist():
+                    evidence[int(pair_keys[at[j]])] = (kind, float(same[j]))
+                ok[at[hit]] = True
         for i in np.flatnonzero(~ok).tolist():
             d, k = int(docs[i]), int(keepers[i])
             ok[i] = contained_in(d, k) or contained_in(int(rd[i]), int(rk[i]))
+            if ok[i]:
+                evidence[int(pair_keys[i])] = (CONTAINED_EDGE_KIND, contained_score.get((d, k), float("nan")))
         if verifier is not None and read_texts is not None and not ok.all():
             rest = np.flatnonzero(~ok)
-            keys = docs[rest].astype(np.int64) * n + keepers[rest].astype(np.int64)
+            keys = pair_keys[rest]
             ask = np.array([key not in verdicts for key in keys.tolist()], dtype=np.bool_)
             if ask.any():
-                said = verifier.verify_pairs(docs[rest[ask]], keepers[rest[ask]], read_texts)
+                said, prob = verifier.verify_pairs_scored(docs[rest[ask]], keepers[rest[ask]], read_texts)
                 verdicts.update(zip(keys[ask].tolist(), said.tolist()))
+                verifier_p.update(zip(keys[ask].tolist(), prob.tolist()))
             ok[rest] = [verdicts[key] for key in keys.tolist()]
+            for key, accepted in zip(keys.tolist(), ok[rest].tolist()):
+                if accepted:
+                    evidence[int(key)] = (VERIFIED_EDGE_KIND, verifier_p[int(key)])
         return ok
 
-    return covers
+    return covers, evidence
 
 
 def weighted_containment(jaccard: np.ndarray, mass_doc: np.ndarray, mass_keeper: np.ndarray,

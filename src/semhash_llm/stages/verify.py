@@ -260,15 +260,22 @@ class VerifierStage:
         """Whether the verifier accepts each pair ``(a[i], b[i])`` (global indices), by the same
         screen, model and threshold as :meth:`decide`, whatever the documents' lengths. The
         cover check asks it about removals that no accepted pair covers directly."""
+        return self.verify_pairs_scored(a, b, read_texts)[0]
+
+    def verify_pairs_scored(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`verify_pairs` and each pair's MC-dropout mean probability (NaN: screened out)."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         out = np.zeros(a.size, dtype=np.bool_)
+        prob = np.full(a.size, np.nan, dtype=np.float64)
         if a.size:
             keep, mean, _var, _seconds = self._read_screen_predict(a, b, read_texts)
+            prob[np.flatnonzero(keep)] = mean
             out[np.flatnonzero(keep)] = mean >= self.threshold_
         self.cover_pairs_ += int(a.size)
         self.cover_accepted_ += int(np.count_nonzero(out))
-        return out
+        return out, prob
 
     def _read_screen_predict(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
