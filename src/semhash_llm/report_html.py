@@ -65,7 +65,7 @@ def _hbars(items: list[tuple[str, float, str]], title: str, unit: str = "", widt
 def _histogram(counts: list[int], labels: list[str], title: str, color: str, width: int = 640, height: int = 220,
                marker: tuple[float, str] | None = None, log: bool = False) -> str:
     """Vertical bars over ``labels``; ``marker`` (position in bar units, label) draws a threshold line."""
-    left, bottom, top_pad = 48, 40, 30
+    left, bottom, top_pad = 48, 40, 42
     inner_w, inner_h = width - left - 12, height - bottom - top_pad
     n = max(len(counts), 1)
     peak = max(counts) if counts else 0
@@ -80,7 +80,7 @@ def _histogram(counts: list[int], labels: list[str], title: str, color: str, wid
              f'aria-label="{_e(title)}"><text x="0" y="16" class="t">{_e(title)}</text>',
              f'<line x1="{left}" y1="{top_pad + inner_h}" x2="{left + inner_w}" y2="{top_pad + inner_h}" '
              'stroke="#999"/>',
-             f'<text x="{left - 6}" y="{top_pad + 10}" text-anchor="end" class="s">{peak:,}</text>']
+             f'<text x="{left - 6}" y="{top_pad + 8}" text-anchor="end" class="s">{peak:,}</text>']
     step = max(1, n // 10)
     for i, c in enumerate(counts):
         h = inner_h * scale(c)
@@ -94,7 +94,7 @@ def _histogram(counts: list[int], labels: list[str], title: str, color: str, wid
         mx = left + marker[0] * bw
         parts.append(f'<line x1="{mx:.1f}" y1="{top_pad - 4}" x2="{mx:.1f}" y2="{top_pad + inner_h}" '
                      'stroke="#d62728" stroke-width="2" stroke-dasharray="5 3"/>'
-                     f'<text x="{mx + 4:.1f}" y="{top_pad + 6}" class="s" fill="#d62728">{_e(marker[1])}</text>')
+                     f'<text x="{mx:.1f}" y="{top_pad - 8}" text-anchor="middle" class="s" fill="#d62728">{_e(marker[1])}</text>')
     if log:
         parts.append(f'<text x="{left}" y="{height - 6}" class="s">log scale</text>')
     parts.append("</svg>")
