@@ -23,6 +23,6 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = MGFNConfig(max_chars=128, char_dim=8, char_channels=8, kernel_sizes=(3,), max_tokens=32,
                         token_buckets=256, token_dim=8, lstm_hidden=8, semantic_dim=load_student().dim, hidden=16,
                         projection=8, pair_features=NUM_PAIR_FEATURES)
-    path = tmp_path_factory.mktemp("verifier") / "verifier.pt"
+    path = tmp_path_factory.mktemp("verifier") / "verifier.safetensors"
     save_mgfn(MGFN(config), path, extra={"screen": 0.3})
     return path

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from semhash_llm.train.pairs import NEGATIVE_FAMILIES, POSITIVE_TYPES, make_pairs  # noqa: E402
 from semhash_llm.train.verifier import IMITATES  # noqa: E402
 from semhash_llm.verify.features import NUM_PAIR_FEATURES, pair_features  # noqa: E402
-from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, document_traits, encode_texts  # noqa: E402
+from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, document_traits, encode_texts, load_mgfn  # noqa: E402
 
 pytestmark = pytest.mark.ml
 
@@ -128,9 +128,8 @@ def test_train_verifier_writes_weights_report_and_card(tmp_path) -> None:
     from semhash_llm.train.verifier import train_verifier
 
     report = train_verifier(_docs(1) + _docs(2), tmp_path, per_kind=6, epochs=1, trained_on="synthetic test text")
-    saved = torch.load(tmp_path / "verifier.pt", weights_only=True)
-    model = MGFN(MGFNConfig(**{k: tuple(v) if k == "kernel_sizes" else v for k, v in saved["config"].items()}))
-    model.load_state_dict(saved["state_dict"])
+    model, extra = load_mgfn(tmp_path / "verifier.safetensors")
+    assert isinstance(model, MGFN) and 0.0 <= extra["threshold"] <= 1.0
     scores = json.loads((tmp_path / "train_report.json").read_text())["scores"]
     assert scores == report["scores"] and 0.0 <= scores["accuracy"] <= 1.0
     assert set(scores["per_kind_accuracy"]) <= set(POSITIVE_TYPES) | set(NEGATIVE_FAMILIES)

@@ -74,7 +74,7 @@ def test_saved_model_round_trips_and_missing_weights_are_explained(tiny_model: P
 
 def test_the_threshold_stored_with_the_weights_is_the_default(tiny_model: Path, tmp_path: Path) -> None:
     model, _ = load_mgfn(tiny_model)
-    permissive = tmp_path / "permissive.pt"
+    permissive = tmp_path / "permissive.safetensors"
     save_mgfn(model, permissive, extra={"screen": 0.3, "threshold": 0.0})  # as `train verifier` stores it
     _rows, row = _run(permissive)
     assert row["details"]["threshold"] == 0.0 and row["details"]["pairs_accepted"] == row["details"]["pairs_verified"]

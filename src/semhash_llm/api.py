@@ -32,7 +32,7 @@ from semhash_llm.stages.base import DocStatus
 from semhash_llm.stages.passages import CONTAINED_EDGE_KIND
 from semhash_llm.text.spans import remove_spans
 
-__all__ = ["DedupResult", "Deduplicator", "deduplicate"]
+__all__ = ["DedupResult", "Deduplicator", "OutputWriteError", "deduplicate"]
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +191,15 @@ def _check_kept_rows(kept_path: Path, kept_rows: int, table: pa.Table) -> None:
             "removed). Rerun on inputs that do not change during the run")
 
 
+class OutputWriteError(OSError):
+    """The outputs could not be written (disk full, unwritable directory); none is left half-written."""
+
+
+_OUTPUT_NAMES = ("documents.parquet", "kept.parquet", "kept.jsonl", "locations.parquet", "*_pairs.parquet",
+                 "config.json", "report.json", "report.html")
+"""What a run writes into its output directory (removed again when writing them fails)."""
+
+
 class Deduplicator:
     """Run the cascade with one configuration, over files or records in memory."""
 
@@ -219,65 +228,80 @@ class Deduplicator:
             prefix = IndexPrefix(index, index.num_documents, indexed.shards)
             source = indexed
         out = Path(output)
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputWriteError(f"cannot create the output directory {out}: {exc.strerror or exc}; choose "
+                                   "another --output") from exc
         state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None, prefix)
         table = state.documents_table()
-        t_write = time.perf_counter()
-        write_documents(out / "documents.parquet", table, cfg.output.compression_level)
-        failpoint("during", "write")
-        kept_path: Path | None = None
-        kept_rows = 0
-        if cfg.output.write_kept:
-            kept: dict[int, dict[int, str]] = {}
-            mask = state.kept_mask()
-            kept_idx = np.flatnonzero(mask)
-            kept_ids = state.ids.take(pa.array(kept_idx)).to_pylist()
-            for d, ident in zip(kept_idx.tolist(), kept_ids):
-                kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ident
-            if self.progress:
-                self.progress("write", 0, int(mask.sum()))
-            cuts = {(int(state.file_index[d]), int(state.ordinal[d])): spans for d, spans in state.cuts().items()}
-            kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,
-                                              cfg.output.compression_level, cuts=cuts,
-                                              text_field=cfg.reader.text_field)
-            _check_kept_rows(kept_path, kept_rows, table)
-            if self.progress:
-                self.progress("write", kept_rows, int(mask.sum()))
-        write_seconds = time.perf_counter() - t_write
-        report = build_report(state, cfg, [str(i) for i in inputs], extra_seconds=write_seconds, source=source)
-        report["funnel"].append({"stage": "write", "docs_in": kept_rows, "docs_out": kept_rows,
-                                 "seconds": round(write_seconds, 4), "peak_rss_mb": round(peak_rss_mb(), 1)})
-        report["seconds"] = round(time.perf_counter() - t0, 3)
-        report["documents_per_second"] = (round(state.num_documents / report["seconds"], 1)
-                                          if report["seconds"] > 0 else None)
-        if prefix is not None:
-            report["against"] = _against_report(state, prefix)
-        report["outputs"] = {"documents": "documents.parquet",
-                             "kept": kept_path.name if kept_path else None, "kept_rows": kept_rows}
-        for name, pairs in state.pair_logs.items():
-            write_documents(out / f"{name}_pairs.parquet", pairs, cfg.output.compression_level)
-            report["outputs"][f"{name}_pairs"] = f"{name}_pairs.parquet"
-        vis = state.visible_from
-        write_documents(out / LOCATIONS, locations_table(state.file_index[vis:] - state.visible_shards_from,
-                                                         state.ordinal[vis:], scan.files),
-                        cfg.output.compression_level)
-        report["outputs"]["locations"] = LOCATIONS
-        write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
-                                         "semhash_llm_version": __version__})
-        if cfg.output.html:
-            report["outputs"]["html"] = "report.html"
-        write_json(out / "report.json", report)
-        if cfg.output.html:
-            from semhash_llm.report_html import write_report_html
-            from semhash_llm.runview import RunView
+        try:
+            t_write = time.perf_counter()
+            write_documents(out / "documents.parquet", table, cfg.output.compression_level)
+            failpoint("during", "write")
+            kept_path: Path | None = None
+            kept_rows = 0
+            if cfg.output.write_kept:
+                kept: dict[int, dict[int, str]] = {}
+                mask = state.kept_mask()
+                kept_idx = np.flatnonzero(mask)
+                kept_ids = state.ids.take(pa.array(kept_idx)).to_pylist()
+                for d, ident in zip(kept_idx.tolist(), kept_ids):
+                    kept.setdefault(int(state.file_index[d]), {})[int(state.ordinal[d])] = ident
+                if self.progress:
+                    self.progress("write", 0, int(mask.sum()))
+                cuts = {(int(state.file_index[d]), int(state.ordinal[d])): spans for d, spans in state.cuts().items()}
+                kept_path, kept_rows = write_kept(out, source, kept, cfg.reader.id_field, cfg.output.format,
+                                                  cfg.output.compression_level, cuts=cuts,
+                                                  text_field=cfg.reader.text_field)
+                _check_kept_rows(kept_path, kept_rows, table)
+                if self.progress:
+                    self.progress("write", kept_rows, int(mask.sum()))
+            write_seconds = time.perf_counter() - t_write
+            report = build_report(state, cfg, [str(i) for i in inputs], extra_seconds=write_seconds, source=source)
+            report["funnel"].append({"stage": "write", "docs_in": kept_rows, "docs_out": kept_rows,
+                                     "seconds": round(write_seconds, 4), "peak_rss_mb": round(peak_rss_mb(), 1)})
+            report["seconds"] = round(time.perf_counter() - t0, 3)
+            report["documents_per_second"] = (round(state.num_documents / report["seconds"], 1)
+                                              if report["seconds"] > 0 else None)
+            if prefix is not None:
+                report["against"] = _against_report(state, prefix)
+            report["outputs"] = {"documents": "documents.parquet",
+                                 "kept": kept_path.name if kept_path else None, "kept_rows": kept_rows}
+            for name, pairs in state.pair_logs.items():
+                write_documents(out / f"{name}_pairs.parquet", pairs, cfg.output.compression_level)
+                report["outputs"][f"{name}_pairs"] = f"{name}_pairs.parquet"
+            vis = state.visible_from
+            write_documents(out / LOCATIONS, locations_table(state.file_index[vis:] - state.visible_shards_from,
+                                                             state.ordinal[vis:], scan.files),
+                            cfg.output.compression_level)
+            report["outputs"]["locations"] = LOCATIONS
+            write_json(out / "config.json", {"fingerprint": cfg.fingerprint(), "config": cfg.to_dict(),
+                                             "semhash_llm_version": __version__})
+            if cfg.output.html:
+                report["outputs"]["html"] = "report.html"
+            write_json(out / "report.json", report)
+            if cfg.output.html:
+                from semhash_llm.report_html import write_report_html
+                from semhash_llm.runview import RunView
 
-            t_html = time.perf_counter()
-            try:
-                write_report_html(RunView.open(out))
-                logger.info("wrote %s in %.1f s", out / "report.html", time.perf_counter() - t_html)
-            except RunViewError as exc:  # the decisions stand; the page can be written later
-                logger.warning("report.html not written: %s (write it with `semhash-llm report %s`)", exc, out)
-        failpoint("after", "write")
+                t_html = time.perf_counter()
+                try:
+                    write_report_html(RunView.open(out))
+                    logger.info("wrote %s in %.1f s", out / "report.html", time.perf_counter() - t_html)
+                except RunViewError as exc:  # the decisions stand; the page can be written later
+                    logger.warning("report.html not written: %s (write it with `semhash-llm report %s`)", exc, out)
+            failpoint("after", "write")
+        except OSError as exc:  # disk full, a file too large, an unwritable directory: nothing half-written stays
+            for name in _OUTPUT_NAMES:
+                for found in out.glob(name):
+                    found.unlink(missing_ok=True)
+            where = getattr(exc, "filename", None) or out
+            again = ("the decisions are kept in its .checkpoints: free space (or fix the directory) and run the same "
+                     "command again to resume" if state.checkpoints is not None else
+                     "free space (or fix the directory) and run again")
+            raise OutputWriteError(f"writing the outputs into {out} failed ({where}: {exc.strerror or exc}). The "
+                                   f"partial outputs were removed; {again}") from exc
         if state.checkpoints is not None:
             state.checkpoints.remove()
         logger.info("deduplicated %d documents in %.1fs: %s", state.num_documents, report["seconds"],

@@ -87,6 +87,12 @@ class Checkpoints:
                 self.fresh_reason = "the input changed since the interrupted run"
             elif found.get("config") != self.config_fp:
                 self.fresh_reason = "the config changed since the interrupted run"
+            else:
+                for step in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+                    problem = _unreadable(step)
+                    if problem is not None:
+                        self.fresh_reason = f"the checkpoint {step.name} is unreadable ({problem})"
+                        break
             if self.fresh_reason is not None:
                 logger.warning("not resuming: %s; starting afresh", self.fresh_reason)
                 shutil.rmtree(self.root, ignore_errors=True)
@@ -131,6 +137,17 @@ class Checkpoints:
     def remove(self) -> None:
         """Drop every step (the run's outputs are written)."""
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _unreadable(step: Path) -> str | None:
+    """Why a step directory cannot be loaded (damaged, tampered with, a pickled array), or ``None``."""
+    try:
+        meta = json.loads((step / "meta.json").read_text())
+        for key in meta["arrays"]:
+            np.load(step / f"{_safe(key)}.npy", mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _safe(key: str) -> str:

@@ -118,7 +118,7 @@ def _add_dedup_arguments(p: argparse.ArgumentParser, output: bool = True) -> Non
     g.add_argument("--no-mgfn", "--no-verifier", dest="verifier.enabled", action="store_const", const=False,
                    help="turn the verifier off (every pair is settled on its hash score)")
     g.add_argument("--verifier-model", dest="verifier.model_path",
-                   help="verifier.pt written by `semhash-llm train verifier` (default: the shipped one)")
+                   help="verifier.safetensors written by `semhash-llm train verifier` (default: the shipped one)")
     g.add_argument("--verifier-threshold", dest="verifier.threshold", type=float,
                    help="mean duplicate probability (over the Monte Carlo dropout passes) that accepts a pair")
     g.add_argument("--short-tokens", dest="verifier.short_tokens", type=int,

@@ -428,7 +428,7 @@ class VerifierConfig:
     duplicate probability reaches ``threshold`` (``None``: the threshold stored with the weights,
     which ``semhash-llm train verifier`` chose on its held-apart pairs for a target precision); pairs whose variance reaches
     ``uncertain_variance`` (or whose mean lies within ``uncertain_margin`` of the threshold)
-    are counted as uncertain (the LLM judge's input). ``model_path``: a ``verifier.pt`` written
+    are counted as uncertain (the LLM judge's input). ``model_path``: a ``verifier.safetensors`` written
     by ``semhash-llm train verifier``; ``None`` uses the weights shipped in the package.
     ``max_deferred_per_doc`` bounds the deferral buffers (pairs beyond it are settled by their
     hash score, as without a verifier, and counted). ``screen_chunk_docs``: how many documents

@@ -82,6 +82,17 @@ class IndexDirError(ConfigError):
     """An index directory that cannot be used: missing, damaged, or built with other settings."""
 
 
+def _load_array(path: Path) -> np.ndarray:
+    """A stored feature array, memory-mapped; never unpickled (an object array is refused)."""
+    try:
+        arr: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise IndexDirError(f"{path}: not a readable feature array ({exc}); the index is damaged or was not "
+                            "written by semhash-llm (arrays are plain .npy, never pickled). Build it again with "
+                            "`semhash-llm index build`") from exc
+    return arr
+
+
 def feature_fingerprint(config: PipelineConfig) -> str:
     """SHA-256 (16 hex) of the settings that shape an index's stored features."""
     payload = _feature_settings(config.to_dict())
@@ -186,7 +197,7 @@ class DocumentIndex:
         """The stored features of ``stages`` for rows ``ordinals`` of segment ``segment``."""
         seg = self.root / self.segments[segment].name
         out: dict[str, dict[str, np.ndarray]] = {}
-        have = np.load(seg / "has_features.npy", mmap_mode="r", allow_pickle=False)
+        have = _load_array(seg / "has_features.npy")
         rows = np.asarray(ordinals, dtype=np.int64)
         if rows.size and not bool(np.all(have[rows])):
             raise IndexDirError(f"{seg}: rows {rows[~have[rows]][:5].tolist()} have no stored features; the index "
@@ -196,7 +207,7 @@ class DocumentIndex:
                 continue
             found: dict[str, np.ndarray] = {}
             for path in sorted(seg.glob(f"{stage}.*.npy")):
-                arr = np.load(path, mmap_mode="r", allow_pickle=False)
+                arr = _load_array(path)
                 found[path.name.split(".")[1]] = np.ascontiguousarray(arr[rows])
             if found:
                 out[stage] = found

@@ -124,6 +124,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import numpy as np
 
 from semhash_llm.config import NormalizeConfig
+from semhash_llm.sph.teacher import load_safetensors_model
 from semhash_llm.text.normalize import CharClass, char_classes, normalize
 
 if TYPE_CHECKING:
@@ -593,7 +594,7 @@ class TeacherImportance:
                 f"TeacherImportance needs a fast tokenizer (with offset_mapping); {model_name_or_path!r} has none"
             )
         torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-        self.model = AutoModel.from_pretrained(model_name_or_path, dtype=torch_dtype, attn_implementation="eager")
+        self.model = load_safetensors_model(AutoModel, model_name_or_path, dtype=torch_dtype, attn_implementation="eager")
         self.model.eval()
         self.model.to(device)
         limit = getattr(self.model.config, "max_position_embeddings", None)

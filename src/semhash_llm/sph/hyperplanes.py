@@ -167,7 +167,7 @@ class SPHHasher:
 
     @classmethod
     def load(cls, path: str | Path) -> SPHHasher:
-        with np.load(Path(path)) as data:
+        with np.load(Path(path), allow_pickle=False) as data:
             meta = json.loads(str(data["meta"])) if "meta" in data else {}
             return cls(data["W"], data["b"], meta)
 

@@ -240,7 +240,7 @@ def load_student(path: str | Path | None = None) -> StaticStudent:
             "student_path=None to use the shipped weights."
         )
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    with np.load(folder / "embeddings.npz") as data:
+    with np.load(folder / "embeddings.npz", allow_pickle=False) as data:
         if "q" in data:
             embeddings = data["q"].astype(np.float32) * data["scale"][:, None].astype(np.float32)
         else:

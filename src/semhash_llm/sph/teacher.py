@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -64,6 +64,17 @@ def mean_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch
     counts = mask.sum(dim=1).clamp(min=1.0)
     pooled = (summed / counts).float()
     return torch.nn.functional.normalize(pooled, p=2, dim=-1)
+
+
+def load_safetensors_model(auto: Any, name_or_path: str, **kwargs: Any) -> Any:
+    """``auto.from_pretrained`` restricted to safetensors weights: a model directory from elsewhere
+    cannot run code when loaded (a ``pytorch_model.bin`` is a pickle)."""
+    try:
+        return auto.from_pretrained(name_or_path, use_safetensors=True, **kwargs)
+    except OSError as exc:
+        raise OSError(f"{name_or_path}: no safetensors weights found ({exc}). SemHash-LLM loads models from "
+                      "model.safetensors only; convert a model you trust with transformers' save_pretrained("
+                      "safe_serialization=True)") from exc
 
 
 class TransformerTeacher:
@@ -124,7 +135,7 @@ class TransformerTeacher:
             logger.info("Loading teacher %s through the Hugging Face cache", self.model_name_or_path)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path)
         torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-        self.model = AutoModel.from_pretrained(self.model_name_or_path, dtype=torch_dtype)
+        self.model = load_safetensors_model(AutoModel, self.model_name_or_path, dtype=torch_dtype)
         self.model.eval()
         self.dim = int(self.model.config.hidden_size)
 

@@ -58,7 +58,7 @@ def shipped_verifier_path() -> str:
     """The verifier weights shipped in the package."""
     from importlib.resources import files
 
-    return str(files("semhash_llm") / "assets" / "verifier" / "verifier.pt")
+    return str(files("semhash_llm") / "assets" / "verifier" / "verifier.safetensors")
 
 
 @dataclass
@@ -116,7 +116,7 @@ class VerifierStage:
         if self.model_.config.semantic_dim != self.student_.dim:
             raise ConfigError(f"The verifier at {path} reads {self.model_.config.semantic_dim}-d student embeddings, "
                               f"but the shipped student gives {self.student_.dim}-d. Train the verifier again "
-                              "(`semhash-llm train verifier`) or pass the verifier.pt that matches")
+                              "(`semhash-llm train verifier`) or pass the verifier.safetensors that matches")
         # The threshold: the config's, else the one shipped with the weights (chosen by `train
         # verifier` on its held-apart pairs), else 0.5.
         self.threshold_ = float(config.threshold if config.threshold is not None else extra.get("threshold", 0.5))

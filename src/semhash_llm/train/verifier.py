@@ -15,7 +15,7 @@
 5. Held-apart evaluation: accuracy and ROC AUC overall and per type/family, precision and recall
    at several thresholds, and how well the Monte Carlo dropout variance flags the wrong answers
    (AUC of variance for "wrong"); the decision threshold stored with the weights is the lowest
-   whose held-apart precision reaches ``--target-precision``. Writes ``verifier.pt``,
+   whose held-apart precision reaches ``--target-precision``. Writes ``verifier.safetensors``,
    ``train_report.json`` and ``MODEL_CARD.md`` to ``--out``.
 """
 
@@ -176,7 +176,7 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    save_mgfn(model, out / "verifier.pt", extra={"screen": screen, "threshold": threshold})
+    save_mgfn(model, out / "verifier.safetensors", extra={"screen": screen, "threshold": threshold})
     report = {
         "command": command, "trained_on": trained_on, "documents": {"fitting": len(fit_docs), "held_apart": len(held_docs)},
         "config": {"per_kind": per_kind, "heldout": heldout, "epochs": epochs, "batch_size": batch_size, "lr": lr,
@@ -241,7 +241,7 @@ def add_train_verifier_arguments(parser: argparse.ArgumentParser) -> argparse.Ar
     """Add the options of ``semhash-llm train verifier`` to ``parser``."""
     parser.add_argument("corpus", nargs="*", help="corpus files or folders (default: the permitted sources of --data-dir)")
     parser.add_argument("--data-dir", default="../shared/data")
-    parser.add_argument("--out", required=True, help="output folder (verifier.pt, train_report.json, MODEL_CARD.md)")
+    parser.add_argument("--out", required=True, help="output folder (verifier.safetensors, train_report.json, MODEL_CARD.md)")
     parser.add_argument("--per-kind", type=int, default=1000, help="fitting pairs per positive type and negative family")
     parser.add_argument("--heldout", type=float, default=0.2)
     parser.add_argument("--epochs", type=int, default=3)
@@ -267,6 +267,6 @@ def run_train_verifier_command(args: argparse.Namespace) -> int:
                             target_precision=args.target_precision,
                             command=command, trained_on=trained_on)
     s = report["scores"]
-    print(f"verifier -> {args.out}/verifier.pt; held-apart accuracy {s['accuracy']}, ROC AUC {s['roc_auc']}, "
+    print(f"verifier -> {args.out}/verifier.safetensors; held-apart accuracy {s['accuracy']}, ROC AUC {s['roc_auc']}, "
           f"MC variance AUC for wrong answers {s['mc_variance_auc_for_wrong']}; {report['seconds']['train']} s training")
     return 0

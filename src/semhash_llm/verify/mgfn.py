@@ -26,6 +26,7 @@ inside the boundary network, so the encoders run once and only the cheap top run
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -250,21 +251,72 @@ class MGFN(nn.Module):
 
 
 def save_mgfn(model: MGFN, path: str | Path, extra: dict[str, Any] | None = None) -> None:
-    """Write ``model`` (its config and weights, plus ``extra`` plain values) to ``path``.
+    """Write ``model`` to ``path`` as safetensors: the weights as tensors, its config and the
+    ``extra`` plain values as JSON in the file's metadata. Nothing in it is pickled."""
+    from safetensors.torch import save_file
 
-    Stored as ``torch.save`` of plain tensors and numbers; read back with ``weights_only=True``."""
-    torch.save({"config": asdict(model.config), "state_dict": model.state_dict(), "extra": extra or {}}, path)
+    p = Path(path)
+    if p.suffix != ".safetensors":
+        raise ValueError(f"verifier weights are written as .safetensors; got {p.name!r}. Name the file "
+                         "verifier.safetensors")
+    tensors = {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}
+    save_file(tensors, str(p), metadata={"format": "semhash-llm-mgfn/1", "config": json.dumps(asdict(model.config)),
+                                         "extra": json.dumps(extra or {})})
 
 
 def load_mgfn(path: str | Path) -> tuple[MGFN, dict[str, Any]]:
-    """The model saved by :func:`save_mgfn` at ``path`` (in eval mode) and its ``extra`` values."""
+    """The model saved by :func:`save_mgfn` at ``path`` (in eval mode) and its ``extra`` values.
+
+    Only safetensors are read (tensors and JSON: a file from elsewhere cannot run code when
+    loaded). A ``verifier.pt`` of an earlier version is refused with the command that converts it."""
+    from safetensors import safe_open
+
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no verifier weights at {p}: train them with `semhash-llm train verifier --out DIR` "
-                                "and pass DIR/verifier.pt")
-    blob = torch.load(p, map_location="cpu", weights_only=True)
+                                "and pass DIR/verifier.safetensors")
+    if p.suffix != ".safetensors":
+        raise ValueError(f"{p}: verifier weights are read from .safetensors only (a pickled file could run code "
+                         "when loaded). Convert a file you trust with `python -m semhash_llm.verify.mgfn convert "
+                         f"{p} {p.with_suffix('.safetensors')}`")
+    with safe_open(str(p), framework="pt", device="cpu") as fh:
+        meta = fh.metadata() or {}
+        if meta.get("format") != "semhash-llm-mgfn/1" or "config" not in meta:
+            raise ValueError(f"{p}: not a SemHash-LLM verifier (no 'semhash-llm-mgfn/1' metadata); pass the "
+                             "verifier.safetensors written by `semhash-llm train verifier`")
+        state = {name: fh.get_tensor(name) for name in fh.keys()}
+    raw = dict(json.loads(meta["config"]))
+    raw["kernel_sizes"] = tuple(raw["kernel_sizes"])
+    model = MGFN(MGFNConfig(**raw))
+    model.load_state_dict(state)
+    return model.eval(), dict(json.loads(meta.get("extra", "{}")))
+
+
+def convert_pt(source: str | Path, target: str | Path) -> None:
+    """Convert a ``verifier.pt`` of an earlier version (``torch.save`` of plain tensors) into
+    safetensors. It is read with ``weights_only=True``; convert only a file you trust."""
+    blob = torch.load(Path(source), map_location="cpu", weights_only=True)
     raw = dict(blob["config"])
     raw["kernel_sizes"] = tuple(raw["kernel_sizes"])
     model = MGFN(MGFNConfig(**raw))
     model.load_state_dict(blob["state_dict"])
-    return model.eval(), dict(blob.get("extra", {}))
+    save_mgfn(model, target, extra=dict(blob.get("extra", {})))
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m semhash_llm.verify.mgfn",
+                                     description="convert a verifier.pt of an earlier version to safetensors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    conv = sub.add_parser("convert", help="verifier.pt (trusted) -> verifier.safetensors")
+    conv.add_argument("source")
+    conv.add_argument("target")
+    args = parser.parse_args(argv)
+    convert_pt(args.source, args.target)
+    print(f"wrote {args.target}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())
