@@ -68,3 +68,22 @@ def test_growth_table_exponent_and_svg(tmp_path: Path) -> None:
     assert "a &lt;b&gt;" in svg and ET.fromstring(svg) is not None  # names escaped; a negative y left out
     with pytest.raises(ValueError):
         line_chart_svg({"a": [(0, 0)]}, title="t", x_label="x", y_label="y")
+
+
+def test_growth_caps_and_rows_as_measured(tmp_path: Path) -> None:
+    from semhash_llm.bench.speed import format_growth, parse_max_docs, run_growth
+
+    seen: list[tuple[int, str, int]] = []
+    caps = parse_max_docs("semhash-llm+sph=300", ["semhash-llm", "semhash-llm+sph"])
+    assert caps == {"semhash-llm+sph": 300}
+    results = run_growth([300, 600], ["semhash-llm", "semhash-llm+sph"], max_docs={"semhash-llm": 300},
+                         on_row=lambda n, row: seen.append((n, row.system, row.false_removals)))
+    # every row reaches the callback in the order measured; a system above its cap is a "not run" row
+    assert [(n, s) for n, s, _ in seen] == [(300, "semhash-llm"), (300, "semhash-llm+sph"),
+                                            (600, "semhash-llm"), (600, "semhash-llm+sph")]
+    capped = next(r for r in results[600] if r.system == "semhash-llm")
+    assert capped.false_removals == -1 and "size cap (300" in capped.note
+    assert "not run" in format_growth(results).splitlines()[2]
+    for bad in ("datasketch", "nosuch=5", "semhash-llm=many"):
+        with pytest.raises(ValueError, match="--max-docs"):
+            parse_max_docs(bad, ["semhash-llm"])

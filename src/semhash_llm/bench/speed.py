@@ -46,7 +46,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["SpeedCorpus", "make_speed_corpus", "SpeedRow", "run_speed", "run_growth", "format_growth", "growth_svg",
-           "growth_exponent", "add_speed_arguments", "run_speed_command"]
+           "growth_exponent", "add_speed_arguments", "run_speed_command", "parse_max_docs"]
 
 _WORD = re.compile(r"\w+")
 
@@ -354,18 +354,31 @@ SYSTEMS: dict[str, Callable[[list[str]], np.ndarray | tuple[np.ndarray, str]]] =
 }
 
 
-def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
-    """Run each system on the corpus (after a small warm-up run) and score it."""
+def run_speed(corpus: SpeedCorpus, systems: list[str], on_row: Callable[[SpeedRow], None] | None = None,
+              skip: dict[str, str] | None = None) -> list[SpeedRow]:
+    """Run each system on the corpus (after a small warm-up run) and score it.
+
+    ``on_row`` is called with each row as soon as it is measured (a long run shows what it has);
+    ``skip`` maps a system to the reason it is not run on this corpus (its row says so)."""
     rows: list[SpeedRow] = []
     warm = corpus.texts[:200]
+    nan = float("nan")
+
+    def emit(row: SpeedRow) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
     for name in systems:
+        if skip and name in skip:
+            emit(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1, note=f"not run: {skip[name]}"))
+            continue
         fn = SYSTEMS[name]
         try:
             fn(warm)  # JIT compilation and imports are one-time costs, outside the timing
         except ImportError as exc:
-            nan = float("nan")
-            rows.append(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1,
-                                 note=f"not run: {exc} (pip install 'semhash-llm[bench]')"))
+            emit(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1,
+                          note=f"not run: {exc} (pip install 'semhash-llm[bench]')"))
             continue
         gc.collect()
         with _PeakRSS() as mem:
@@ -376,7 +389,7 @@ def run_speed(corpus: SpeedCorpus, systems: list[str]) -> list[SpeedRow]:
         near = corpus.kind == 1
         hot = corpus.kind == 2
         planted = corpus.kind > 0
-        rows.append(SpeedRow(
+        emit(SpeedRow(
             system=name, seconds=secs, docs_per_s=len(corpus.texts) / secs, peak_mib=mem.increase_mib,
             recall_near=float(removed[near].mean()) if near.any() else float("nan"),
             recall_hot=float(removed[hot].mean()) if hot.any() else float("nan"),
@@ -416,16 +429,40 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run_growth(sizes: list[int], systems: list[str], doc_chars: int = 2000, seed: int = 0
-               ) -> dict[int, list[SpeedRow]]:
-    """:func:`run_speed` at each size (near duplicates a tenth, hot-spot copies a tenth)."""
+def run_growth(sizes: list[int], systems: list[str], doc_chars: int = 2000, seed: int = 0,
+               max_docs: dict[str, int] | None = None,
+               on_row: Callable[[int, SpeedRow], None] | None = None) -> dict[int, list[SpeedRow]]:
+    """:func:`run_speed` at each size (near duplicates a tenth, hot-spot copies a tenth).
+
+    ``max_docs`` caps a system's corpus size (its larger sizes are rows marked not run);
+    ``on_row(size, row)`` sees each row as it is measured."""
     out: dict[int, list[SpeedRow]] = {}
+    caps = max_docs or {}
     for n in sizes:
         corpus = make_speed_corpus(n, doc_chars, 0.1, max(n // 10, 1), seed)
-        out[n] = run_speed(corpus, systems)
+        skip = {name: f"above its size cap ({caps[name]:,} documents, --max-docs)" for name in systems
+                if name in caps and n > caps[name]}
+        out[n] = run_speed(corpus, systems, (lambda row, n=n: on_row(n, row)) if on_row else None, skip)
         del corpus
         gc.collect()
     return out
+
+
+def parse_max_docs(spec: str | None, systems: list[str]) -> dict[str, int]:
+    """``datatrove=100000,semhash=100000`` → a size cap per system, checked against the systems run."""
+    caps: dict[str, int] = {}
+    for part in (spec or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in SYSTEMS or not value.strip().isdigit():
+            raise ValueError(f"--max-docs expects SYSTEM=DOCS pairs separated by commas with SYSTEM one of "
+                             f"{', '.join(SYSTEMS)}; got {part!r}")
+        if name not in systems:
+            raise ValueError(f"--max-docs names {name!r}, which is not in --speed-systems ({', '.join(systems)})")
+        caps[name] = int(value)
+    return caps
 
 
 def format_growth(results: dict[int, list[SpeedRow]]) -> str:
@@ -477,6 +514,15 @@ def add_speed_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--speed-json", help="also write the rows as JSON to this path")
     g.add_argument("--sizes", help="comma list of corpus sizes for the growth table (e.g. 10000,100000,1000000)")
     g.add_argument("--plot", help="with --sizes: write the growth curves as SVG to this path")
+    g.add_argument("--max-docs", help="with --sizes: largest corpus a system is run on, as SYSTEM=DOCS pairs "
+                                      "(e.g. datatrove=100000); its larger sizes are listed as not run")
+
+
+def _write_growth_json(path: str, results: dict[int, list[SpeedRow]]) -> None:
+    from semhash_llm.io.atomic import write_text_atomic
+
+    write_text_atomic(Path(path), json.dumps({str(n): [asdict(r) for r in rows] for n, rows in results.items()},
+                                             indent=2) + "\n")
 
 
 def run_speed_command(args: argparse.Namespace) -> int:
@@ -489,7 +535,21 @@ def run_speed_command(args: argparse.Namespace) -> int:
         sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
         if not sizes or min(sizes) < 100:
             raise ValueError(f"--sizes needs corpus sizes of at least 100 documents; got {args.sizes!r}")
-        results = run_growth(sizes, systems, args.doc_chars, args.speed_seed)
+        caps = parse_max_docs(getattr(args, "max_docs", None), systems)
+        so_far: dict[int, list[SpeedRow]] = {}
+
+        def on_row(n: int, row: SpeedRow) -> None:
+            # each row as it is measured: a run of an hour shows (and keeps) what it has
+            so_far.setdefault(n, []).append(row)
+            if row.false_removals < 0:
+                print(f"[{n:,} docs] {row.system}: {row.note}", flush=True)
+            else:
+                print(f"[{n:,} docs] {row.system}: {row.seconds:,.1f} s, {row.docs_per_s:,.0f} docs/s, "
+                      f"peak {row.peak_mib:,.0f} MiB", flush=True)
+            if args.speed_json:
+                _write_growth_json(args.speed_json, so_far)
+
+        results = run_growth(sizes, systems, args.doc_chars, args.speed_seed, caps, on_row)
         for n in sorted(results):
             print(f"\n{n:,} documents:")
             print(format_table(results[n], n))
@@ -498,8 +558,7 @@ def run_speed_command(args: argparse.Namespace) -> int:
             Path(args.plot).write_text(growth_svg(results), encoding="utf-8")
             print(f"growth curves: {args.plot}")
         if args.speed_json:
-            Path(args.speed_json).write_text(json.dumps({str(n): [asdict(r) for r in rows] for n, rows in
-                                                        results.items()}, indent=2) + "\n", encoding="utf-8")
+            _write_growth_json(args.speed_json, results)
         return 0
     t0 = time.perf_counter()
     corpus = make_speed_corpus(args.docs, args.doc_chars, args.near_fraction, args.hot_copies, args.speed_seed,
