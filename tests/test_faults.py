@@ -5,6 +5,7 @@ half-written output that looks complete, and the next run resumes (issue 13)."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -56,3 +57,19 @@ def test_an_output_path_that_cannot_be_a_directory(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "cannot create the output directory" in res.stderr and "choose another --output" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_outputs_get_the_mode_of_any_new_file(tmp_path: Path) -> None:
+    from helpers import write_jsonl
+
+    from semhash_llm import Deduplicator, PipelineConfig
+
+    old = os.umask(0o027)
+    try:
+        out = tmp_path / "out"
+        Deduplicator(PipelineConfig.from_dict({"sph": {"enabled": False}, "verifier": {"enabled": False}})).run(
+            [write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "one two three four five six"}])], out)
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in out.iterdir() if p.is_file()}
+    assert modes and set(modes.values()) == {0o640}, modes  # not mkstemp's 0600

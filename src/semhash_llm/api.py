@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -208,8 +209,8 @@ class Deduplicator:
         self.progress = progress
 
     def _run(self, source: Source, checkpoint_dir: Path | None = None,
-             prefix: IndexPrefix | None = None) -> CascadeState:
-        return Cascade(self.config, self.progress, checkpoint_dir, prefix).run(source)
+             prefix: IndexPrefix | None = None, config: PipelineConfig | None = None) -> CascadeState:
+        return Cascade(config or self.config, self.progress, checkpoint_dir, prefix).run(source)
 
     def run(self, inputs: Sequence[str | Path], output: str | Path, against: str | Path | None = None) -> DedupResult:
         """Deduplicate files/directories/globs and write the output contract into ``output``.
@@ -233,7 +234,11 @@ class Deduplicator:
         except OSError as exc:
             raise OutputWriteError(f"cannot create the output directory {out}: {exc.strerror or exc}; choose "
                                    "another --output") from exc
-        state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None, prefix)
+        judge = cfg.judge
+        if judge.active and judge.use_cache and judge.cache and not Path(judge.cache).is_absolute():
+            # a relative cache path lives inside the output directory (a config file can name no other)
+            cfg = dataclasses.replace(cfg, judge=dataclasses.replace(judge, cache=str(out.absolute() / judge.cache)))
+        state = self._run(source, out / CHECKPOINT_DIR if cfg.output.resume else None, prefix, cfg)
         table = state.documents_table()
         try:
             t_write = time.perf_counter()

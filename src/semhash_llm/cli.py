@@ -144,7 +144,10 @@ def _add_dedup_arguments(p: argparse.ArgumentParser, output: bool = True) -> Non
                    help="the judge's weight against the verifier in the confidence-weighted ensemble")
     g.add_argument("--judge-calibration", dest="judge.calibration",
                    help="calibration JSON written by `semhash-llm train judge`")
-    g.add_argument("--judge-cache", dest="judge.cache", help="SQLite file of cached verdicts")
+    g.add_argument("--judge-cache", dest="judge.cache", type=_absolute_path,
+                   help="SQLite file of cached verdicts (relative to the working directory)")
+    g.add_argument("--no-judge-guard", dest="judge.guard", action="store_const", const=False,
+                   help="send pairs whose documents carry instructions to a model to the judge as well")
     g.add_argument("--no-judge-cache", dest="judge.use_cache", action="store_const", const=False,
                    help="ask again about every pair")
     g.add_argument("--judge-concurrency", dest="judge.concurrency", type=int, help="HTTP requests at a time")
@@ -215,6 +218,12 @@ def _append_config_defaults(parser: argparse.ArgumentParser) -> None:
         else:
             note = f"default: {shown}"
         action.help = f"{action.help} ({note})" if action.help else f"({note})"
+
+
+def _absolute_path(value: str) -> str:
+    """A path given on the command line, made absolute against the working directory (a relative
+    ``judge.cache`` in a config is taken inside the output directory instead)."""
+    return str(Path(value).expanduser().absolute())
 
 
 def config_from_args(args: argparse.Namespace, base: PipelineConfig | None = None) -> PipelineConfig:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass, field, fields
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any, Literal, Mapping
 
 from semhash_llm.sph.config import SPHConfig
@@ -483,8 +483,12 @@ class JudgeConfig:
 
     Routing: the verifier's uncertain pairs, least confident first, at most ``max_fraction``
     of the candidate pairs and ``max_calls`` paid calls (``None``: no cap); cached verdicts
-    (``cache``: a SQLite file, ``None`` = ``$XDG_CACHE_HOME/semhash-llm/judge.sqlite``;
-    ``use_cache`` False to turn it off) cost no call. The verdict is fused with the verifier's
+    (``cache``: a SQLite file, ``None`` = ``$XDG_CACHE_HOME/semhash-llm/judge.sqlite``; a
+    relative path is taken inside the run's output directory, and a config *file* may give
+    only such a path — an absolute one is the command line's ``--judge-cache``; ``use_cache``
+    False to turn it off) cost no call. Pairs whose documents carry instructions addressed to
+    a model are not sent (``guard``, :mod:`semhash_llm.judge.guard`): they keep the verifier's
+    decision, counted in the report. The verdict is fused with the verifier's
     by confidence with the judge weighing ``weight`` (:mod:`semhash_llm.judge.fusion`).
     ``concurrency``, ``timeout`` (seconds), ``retries`` and ``backoff`` (seconds, doubled per
     retry) apply to HTTP calls; ``max_chars`` bounds each document in the prompt.
@@ -502,6 +506,7 @@ class JudgeConfig:
     calibration: str | None = None
     cache: str | None = None
     use_cache: bool = True
+    guard: bool = True
     concurrency: int = 4
     timeout: float = 60.0
     retries: int = 2
@@ -524,6 +529,7 @@ class JudgeConfig:
         _check_str(owner, "calibration", self.calibration, allow_none=True)
         _check_str(owner, "cache", self.cache, allow_none=True)
         _check_bool(owner, "use_cache", self.use_cache)
+        _check_bool(owner, "guard", self.guard)
         _check_int(owner, "concurrency", self.concurrency, 1, 1024)
         _check_float(owner, "timeout", self.timeout, 0.0, 86_400.0, lo_open=True)
         _check_int(owner, "retries", self.retries, 0, 100)
@@ -654,6 +660,22 @@ _SECTIONS: dict[str, type] = {
 _NOT_FINGERPRINTED = {"output", "engine"}
 
 
+def _check_written_paths(data: Mapping[str, Any], source: str) -> None:
+    """A config file (possibly from elsewhere) names no file the run writes outside its output
+    directory: ``judge.cache``, the one such path, must be relative and stay inside."""
+    judge = data.get("judge")
+    cache = judge.get("cache") if isinstance(judge, Mapping) else None
+    if not isinstance(cache, str):
+        return  # absent, or a wrong type that JudgeConfig's own check names
+    path = PurePath(cache)
+    if path.is_absolute() or cache.startswith("~") or ".." in path.parts or PureWindowsPath(cache).drive:
+        raise ConfigError(
+            f"The 'cache' parameter of [judge] in {source} must be a path relative to the output directory without "
+            f"'..' (the run writes it; a config file cannot make it write elsewhere). Got {cache!r} instead. Give a "
+            "relative path such as 'judge.sqlite', or pass --judge-cache PATH on the command line for a cache "
+            "outside the output directory.")
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The whole cascade's configuration: one frozen section per component."""
@@ -699,6 +721,7 @@ class PipelineConfig:
             raise ConfigError(f"Config file not found: {p}. Pass an existing TOML file to --config.") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"Config file {p} is not valid TOML: {exc}.") from None
+        _check_written_paths(data, str(p))
         return cls.from_dict(data, source=str(p))
 
     def with_overrides(self, data: Mapping[str, Any], source: str = "overrides") -> PipelineConfig:

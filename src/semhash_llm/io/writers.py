@@ -34,10 +34,18 @@ def atomic_path(final: Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, _file_mode())  # mkstemp makes 0600; outputs get the usual umask mode
         os.replace(tmp_path, final)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _file_mode() -> int:
+    """0666 less the process umask: the mode ``open()`` gives a new file."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_json(path: Path, payload: Any) -> None:

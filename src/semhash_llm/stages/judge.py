@@ -5,9 +5,10 @@ The verifier (stage ``mgfn``) hands over its uncertain pairs instead of linking 
 
 1. orders them least confident first and takes at most ``max_fraction`` of the candidate
    pairs (:func:`semhash_llm.judge.fusion.route_order`);
-2. re-reads their texts, looks each pair up in the SQLite cache (content hashes, model,
-   prompt version and mode) and asks the backend about the others, at most ``max_calls``
-   paid calls;
+2. re-reads their texts, takes out every sentence that carries instructions to a model
+   (:mod:`semhash_llm.judge.guard`; a pair where that cannot isolate them is ``guarded``:
+   the verifier decides), looks each pair up in the SQLite cache (content hashes, model, prompt version and
+   mode) and asks the backend about the rest, at most ``max_calls`` paid calls;
 3. calibrates each answer (Platt scaling of the yes-probability) and fuses it with the
    verifier's probability by confidence (:func:`semhash_llm.judge.fusion.fuse`), the judge's
    weight scaled by its measured reliability (:class:`Calibration`);
@@ -16,7 +17,8 @@ The verifier (stage ``mgfn``) hands over its uncertain pairs instead of linking 
    or whose call failed on the verifier's probability alone, as without a judge.
 
 ``report.json`` (the ``judge`` row): ``pairs_in`` = pairs judged (answered by the backend or
-the cache); pairs referred, routed, answered from the cache, calls made, failures by kind,
+the cache); pairs referred, routed, with instructions to a model taken out (up to five of the
+phrases found), guarded, answered from the cache, calls made, failures by kind,
 pairs left to the verifier by the budget, their share of the candidate pairs, seconds per
 judged pair, and what the judge changed (pairs it flipped to duplicate and to distinct).
 """
@@ -37,6 +39,7 @@ from semhash_llm.config import ConfigError, JudgeConfig
 from semhash_llm.judge.backends import Judge, LocalJudge, OpenAIJudge
 from semhash_llm.judge.cache import JudgeCache, pair_key
 from semhash_llm.judge.fusion import calibrate, fuse, route_order
+from semhash_llm.judge.guard import Redacted, redact_instructions
 from semhash_llm.judge.prompt import PROMPT_VERSION, Verdict
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, read_pair_texts
@@ -152,7 +155,8 @@ class JudgeStage:
         """One row per referred pair (global indices ``a``, ``b``): the verifier's mean and
         variance, the judge's raw and calibrated probability (NaN: not judged), the fused one,
         whether it was linked, the verifier's own decision and the outcome (``judged``,
-        ``cached``, ``budget``, ``failed:<kind>``)."""
+        ``cached``, ``budget``, ``guarded``: a document carries instructions to a model,
+        ``failed:<kind>``)."""
         return self.log_
 
     def decide(self, ctx: DecideContext) -> Decision:
@@ -170,21 +174,36 @@ class JudgeStage:
         order = route_order(a, b, mean, var, thr)
         routed = np.sort(order[:budget])
         p_judge = np.full(n_ref, np.nan)
-        outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | failed:<kind>
+        outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | guarded | failed:<kind>
         failures: dict[str, int] = {}
-        cached = calls_made = 0
+        cached = calls_made = guarded = redacted = 0
+        guard_examples: list[str] = []
         call_seconds = 0.0
         if routed.size:
             if ctx.read_texts is None:
                 raise RuntimeError("the judge re-reads the texts of the pairs it checks, and this source cannot be "
                                    "read again; pass files (or run without --judge)")
             texts, ia, ib = read_pair_texts(ctx.read_texts, a[routed], b[routed])
-            pairs = [(texts[x], texts[y]) for x, y in zip(ia.tolist(), ib.tolist())]
+            # What a document says to a model never reaches one: such sentences are taken out
+            # (the judge reads, and the cache keys, the rest); where that cannot isolate them the
+            # pair keeps the verifier's decision.
+            seen = [redact_instructions(t) if cfg.guard else Redacted(t) for t in texts]
+            pairs = [(seen[x].text, seen[y].text) for x, y in zip(ia.tolist(), ib.tolist())]
             model, prompt = f"{self.judge_.backend}:{self.judge_.model_id}", f"{PROMPT_VERSION}/{cfg.mode}"
             keys = [pair_key(x, y, model, prompt) for x, y in pairs]
             found = self.cache_.get_many(keys) if self.cache_ is not None else {}
             ask: list[int] = []
             for j, key in enumerate(keys):
+                sa, sb = seen[int(ia[j])], seen[int(ib[j])]
+                if sa.found or sb.found:
+                    redacted += 1
+                    for phrase in sa.found + sb.found:
+                        if len(guard_examples) < 5 and phrase not in guard_examples:
+                            guard_examples.append(phrase)
+                if not (sa.clean and sb.clean):
+                    outcome[routed[j]] = "guarded"
+                    guarded += 1
+                    continue
                 hit = found.get(key)
                 if hit is not None and hit.p_yes is not None:
                     p_judge[routed[j]] = hit.p_yes
@@ -263,6 +282,9 @@ class JudgeStage:
             "budget_pairs": budget,
             "pairs_judged": judged,
             "pairs_from_cache": cached,
+            "pairs_with_instructions": redacted,
+            "pairs_guarded": guarded,
+            "instructions_found": guard_examples,
             "calls": calls_made,
             "failures": dict(sorted(failures.items())),
             "pairs_left_to_verifier": int(n_ref - judged),
