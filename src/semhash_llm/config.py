@@ -484,11 +484,12 @@ class JudgeConfig:
     Routing: the verifier's uncertain pairs, least confident first, at most ``max_fraction``
     of the candidate pairs and ``max_calls`` paid calls (``None``: no cap); cached verdicts
     (``cache``: a SQLite file, ``None`` = ``$XDG_CACHE_HOME/semhash-llm/judge.sqlite``; a
-    relative path is taken inside the run's output directory, and a config *file* may give
-    only such a path — an absolute one is the command line's ``--judge-cache``; ``use_cache``
-    False to turn it off) cost no call. Pairs whose documents carry instructions addressed to
-    a model are not sent (``guard``, :mod:`semhash_llm.judge.guard`): they keep the verifier's
-    decision, counted in the report. The verdict is fused with the verifier's
+    relative path is taken inside the run's output directory — the working directory for an
+    in-memory run — and a config *file* may give only such a path, an absolute one is the
+    command line's ``--judge-cache``; ``use_cache`` False to turn it off) cost no call. With
+    ``guard`` (default) the sentences of a document that speak to a model are taken out before
+    the judge reads the pair, and a pair where they cannot be isolated keeps the verifier's
+    decision (:mod:`semhash_llm.judge.guard`), both counted in the report. The verdict is fused with the verifier's
     by confidence with the judge weighing ``weight`` (:mod:`semhash_llm.judge.fusion`).
     ``concurrency``, ``timeout`` (seconds), ``retries`` and ``backoff`` (seconds, doubled per
     retry) apply to HTTP calls; ``max_chars`` bounds each document in the prompt.

@@ -447,9 +447,9 @@ def run_growth(sizes: list[int], systems: list[str], doc_chars: int = 2000, seed
         row_cb: Callable[[SpeedRow], None] | None = None
         if on_row is not None:
             row_cb = functools.partial(on_row, n)
-        # The first size is warmed up on its whole corpus: some compiled kernels (numba, on a
-        # fresh install ~15 s) are first reached only by thousands of documents, not by 200.
-        out[n] = run_speed(corpus, systems, row_cb, skip, warm_docs=n if k == 0 else 200)
+        # The first size is warmed up on (up to 10k of) its own documents: some compiled kernels
+        # (numba, ~15 s on a fresh install) are first reached by thousands of documents, not 200.
+        out[n] = run_speed(corpus, systems, row_cb, skip, warm_docs=min(n, 10_000) if k == 0 else 200)
         del corpus
         gc.collect()
     return out
