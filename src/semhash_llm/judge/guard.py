@@ -13,11 +13,12 @@ verifier's decision (outcome ``guarded``), which no text can talk to. Both are c
 the report.
 
 What is looked for (after NFKC, case folding, zero-width characters removed and white space
-collapsed, so that ``I g n o r e`` spelled with look-alike or invisible characters is found
-too): requests to ignore or override instructions, orders to answer yes/no/duplicate, claims
-about "document 1/2" or "these documents", role lines (``system:``, ``assistant:``), "you are
-an AI/assistant/judge" and notes addressed to an AI or a model. A false alarm costs one
-pair the judge's opinion; a miss leaves the prompt's own defences.
+collapsed, so that "ignore" written in full-width letters or with invisible characters inside
+is found too): requests to ignore or override instructions, orders to answer
+yes/no/duplicate, claims about "document 1/2" or "these documents", role lines
+(``system:``, ``assistant:``), "you are an AI/assistant/judge" and notes addressed to an AI or
+a model. English only. A false alarm hides one sentence from the judge (or, rarely, leaves
+a pair to the verifier); a miss leaves the prompt's own defences.
 """
 
 from __future__ import annotations
