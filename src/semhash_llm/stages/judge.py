@@ -154,9 +154,10 @@ class JudgeStage:
     def pair_log(self) -> dict[str, np.ndarray]:
         """One row per referred pair (global indices ``a``, ``b``): the verifier's mean and
         variance, the judge's raw and calibrated probability (NaN: not judged), the fused one,
-        whether it was linked, the verifier's own decision and the outcome (``judged``,
-        ``cached``, ``budget``, ``guarded``: a document carries instructions to a model,
-        ``failed:<kind>``)."""
+        whether it was linked, the verifier's own decision, the outcome (``judged``,
+        ``cached``, ``budget``, ``guarded``: a document carries instructions to a model that
+        could not be taken out, ``failed:<kind>``) and ``instructions_removed`` (sentences
+        that speak to a model were taken out before the judge read the pair)."""
         return self.log_
 
     def decide(self, ctx: DecideContext) -> Decision:
@@ -177,6 +178,7 @@ class JudgeStage:
         outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | guarded | failed:<kind>
         failures: dict[str, int] = {}
         cached = calls_made = guarded = redacted = 0
+        instructions = np.zeros(n_ref, dtype=np.bool_)  # a document of the pair spoke to a model
         guard_examples: list[str] = []
         call_seconds = 0.0
         if routed.size:
@@ -197,6 +199,7 @@ class JudgeStage:
                 sa, sb = seen[int(ia[j])], seen[int(ib[j])]
                 if sa.found or sb.found:
                     redacted += 1
+                    instructions[routed[j]] = True
                     for phrase in sa.found + sb.found:
                         if len(guard_examples) < 5 and phrase not in guard_examples:
                             guard_examples.append(phrase)
@@ -266,7 +269,7 @@ class JudgeStage:
         to_distinct = int(np.count_nonzero(have & ~link & automatic))
         self.log_ = {"a": a.copy(), "b": b.copy(), "verifier_p": mean.copy(), "verifier_var": var.copy(),
                      "judge_p_raw": p_judge, "judge_p": p_cal, "final_p": final, "linked": link,
-                     "automatic": automatic, "outcome": outcome.astype(str)}
+                     "automatic": automatic, "outcome": outcome.astype(str), "instructions_removed": instructions}
         seconds = time.perf_counter() - t_start
         details: dict[str, Any] = {
             "backend": self.judge_.backend,
