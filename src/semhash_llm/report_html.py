@@ -311,8 +311,9 @@ def _judge(view: RunView, limit: int = 40) -> str:
             + ", ".join(f"{k} {v:,}" for k, v in outcomes.most_common())
             + f". The judge turned {flips_dup:,} of the verifier's 'distinct' into duplicates and {flips_dis:,} "
               "'duplicate' into distinct. "
-            + (f"In {spoke:,} pair{'s' if spoke != 1 else ''} a document spoke to the model ('ignore the criteria', 'answer yes'): those "
-               "sentences were taken out before the judge read the pair. " if spoke else "")
+            + (f"In {spoke:,} pair{'s' if spoke != 1 else ''} a document spoke to the model ('ignore the "
+               "criteria', 'answer yes'): those sentences were taken out before the judge read the pair. "
+               if spoke else "")
             + "The rationale of each verdict is its numbers: the verifier's "
               "probability and variance (why it was uncertain), the judge's calibrated probability and the "
               "fused one (weighted by confidence).</p>")
@@ -328,7 +329,8 @@ def _judge(view: RunView, limit: int = 40) -> str:
         rows.append(f"<tr{flip}><td>{_e(r.get('id_a'))}</td><td>{_e(r.get('id_b'))}</td>"
                     f"<td>{f(r.get('verifier_p'))} ± {f(r.get('verifier_var'))}</td><td>{f(r.get('judge_p'))}</td>"
                     f"<td>{f(r.get('final_p'))}</td><td>{'yes' if r.get('linked') else 'no'}</td>"
-                    f"<td>{'dup' if r.get('automatic') else 'distinct'}</td><td>{_e(r.get('outcome'))}{' (instructions removed)' if r.get('instructions_removed') else ''}</td></tr>")
+                    f"<td>{'dup' if r.get('automatic') else 'distinct'}</td><td>{_e(r.get('outcome'))}"
+                    f"{' (instructions removed)' if r.get('instructions_removed') else ''}</td></tr>")
     rows.append("</table>")
     return head + "".join(rows)
 

@@ -364,23 +364,25 @@ def run_speed(corpus: SpeedCorpus, systems: list[str], on_row: Callable[[SpeedRo
     ``skip`` maps a system to the reason it is not run on this corpus (its row says so)."""
     rows: list[SpeedRow] = []
     warm = corpus.texts[:warm_docs]
-    nan = float("nan")
 
     def emit(row: SpeedRow) -> None:
         rows.append(row)
         if on_row is not None:
             on_row(row)
 
+    def not_run(name: str, why: str) -> SpeedRow:
+        nan = float("nan")
+        return SpeedRow(name, nan, nan, nan, nan, nan, nan, -1, note=f"not run: {why}")
+
     for name in systems:
         if skip and name in skip:
-            emit(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1, note=f"not run: {skip[name]}"))
+            emit(not_run(name, skip[name]))
             continue
         fn = SYSTEMS[name]
         try:
             fn(warm)  # JIT compilation and imports are one-time costs, outside the timing
         except ImportError as exc:
-            emit(SpeedRow(name, nan, nan, nan, nan, nan, nan, -1,
-                          note=f"not run: {exc} (pip install 'semhash-llm[bench]')"))
+            emit(not_run(name, f"{exc} (pip install 'semhash-llm[bench]')"))
             continue
         gc.collect()
         with _PeakRSS() as mem:

@@ -177,7 +177,7 @@ class JudgeStage:
         p_judge = np.full(n_ref, np.nan)
         outcome = np.full(n_ref, "budget", dtype=object)  # budget | cached | judged | guarded | failed:<kind>
         failures: dict[str, int] = {}
-        cached = calls_made = guarded = redacted = 0
+        cached = calls_made = 0
         instructions = np.zeros(n_ref, dtype=np.bool_)  # a document of the pair spoke to a model
         guard_examples: list[str] = []
         call_seconds = 0.0
@@ -198,14 +198,12 @@ class JudgeStage:
             for j, key in enumerate(keys):
                 sa, sb = seen[int(ia[j])], seen[int(ib[j])]
                 if sa.found or sb.found:
-                    redacted += 1
                     instructions[routed[j]] = True
                     for phrase in sa.found + sb.found:
                         if len(guard_examples) < 5 and phrase not in guard_examples:
                             guard_examples.append(phrase)
                 if not (sa.clean and sb.clean):
                     outcome[routed[j]] = "guarded"
-                    guarded += 1
                     continue
                 hit = found.get(key)
                 if hit is not None and hit.p_yes is not None:
@@ -285,8 +283,8 @@ class JudgeStage:
             "budget_pairs": budget,
             "pairs_judged": judged,
             "pairs_from_cache": cached,
-            "pairs_with_instructions": redacted,
-            "pairs_guarded": guarded,
+            "pairs_with_instructions": int(np.count_nonzero(instructions)),
+            "pairs_guarded": int(np.count_nonzero(outcome == "guarded")),
             "instructions_found": guard_examples,
             "calls": calls_made,
             "failures": dict(sorted(failures.items())),
