@@ -27,7 +27,8 @@ def edit_words(rng: random.Random, text: str, n_edits: int = 2) -> str:
 
 
 def make_corpus(n_unique: int = 60, seed: int = 0) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Unique docs, exact copies (case/punctuation changed), near copies; returns (records, truth)."""
+    """Unique docs, exact copies (case and spacing changed: what the exact key folds), near copies;
+    returns (records, truth)."""
     rng = random.Random(seed)
     records: list[dict[str, Any]] = []
     truth: dict[str, str] = {}
@@ -35,7 +36,7 @@ def make_corpus(n_unique: int = 60, seed: int = 0) -> tuple[list[dict[str, Any]]
         records.append({"id": f"u{i}", "text": random_text(rng)})
     for i in range(0, n_unique, 6):
         src = records[i]
-        records.append({"id": f"x{i}", "text": src["text"].upper() + " !!"})
+        records.append({"id": f"x{i}", "text": "  " + src["text"].upper().replace(" ", "  \t") + "\n"})
         truth[f"x{i}"] = src["id"]
     for i in range(3, n_unique, 6):
         src = records[i]

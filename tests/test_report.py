@@ -116,7 +116,7 @@ def _explain(out: Path, a: str, b: str) -> dict[str, Any]:
 
 def test_explain_known_pairs(run: tuple[Path, Path]) -> None:
     _inp, out = run
-    exact = _explain(out, "u0", "x0")  # x0 is u0 upper-cased with "!!": the same normalized text
+    exact = _explain(out, "u0", "x0")  # x0 is u0 upper-cased and re-spaced: the same exact key
     assert exact["merged"] and exact["direct_link"]
     assert exact["stages"]["bloom"]["score"] == 1.0 and exact["stages"]["bloom"]["accepts"]
     gone = exact["a"] if exact["a"]["action"] == "remove" else exact["b"]  # keep=longest decides which

@@ -128,3 +128,61 @@ def test_checkpoint_steps_are_atomic_and_never_pickled(tmp_path: Path) -> None:
     assert arrays["a"].tolist() == [0, 1, 2] and arrays["names"].tolist() == ["x", "y"] and meta["k"] == 2
     other = Checkpoints(tmp_path / "ck", "in", "cfg2")
     assert other.open() == [] and other.fresh_reason is not None and "config changed" in other.fresh_reason
+
+
+def test_weights_retrained_in_place_start_afresh(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """Issue 24.9: the same --verifier-model path with other contents is another config."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    from semhash_llm.stages.verify import shipped_verifier_path
+
+    inp, ref = reference
+    weights = tmp_path / "verifier.safetensors"
+    shutil.copy(shipped_verifier_path(), weights)
+    out = tmp_path / "out"
+    assert _dedup(inp, out, "--verifier-model", str(weights), failpoint="after:aw").returncode == -signal.SIGKILL
+    same = _dedup(inp, out, "--verifier-model", str(weights))  # unchanged weights: resumed
+    assert same.returncode == 0, same.stderr
+    assert json.loads((out / "report.json").read_text())["resumed_stages"][:2] == ["bloom", "lsh"]
+    assert _dedup(inp, out, "--verifier-model", str(weights), failpoint="after:aw").returncode == -signal.SIGKILL
+    tensors = load_file(str(weights))
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] * 0.5  # "retrained": same path, other weights
+    metadata = _safetensors_metadata(weights)
+    save_file(tensors, str(weights), metadata=metadata)
+    res = _dedup(inp, out, "--verifier-model", str(weights))
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == [] and "weight file" in report["resume_note"]
+
+
+def _safetensors_metadata(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as fh:
+        meta: dict[str, str] = fh.metadata() or {}
+    return meta
+
+
+def test_run_fingerprint_follows_the_package_version_and_the_weight_contents(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24.9: an upgrade or weights retrained in place change what a checkpoint must match."""
+    import semhash_llm.fingerprint as fp
+    from semhash_llm.config import PipelineConfig, VerifierConfig
+
+    weights = tmp_path / "w.safetensors"
+    weights.write_bytes(b"one")
+    cfg = PipelineConfig(verifier=VerifierConfig(model_path=str(weights)))
+    first = fp.run_fingerprint(cfg)
+    assert fp.run_fingerprint(cfg) == first  # stable
+    weights.write_bytes(b"two")
+    second = fp.run_fingerprint(cfg)
+    assert second != first
+    monkeypatch.setattr(fp, "__version__", "99.0.0")
+    assert fp.run_fingerprint(cfg) != second
+    ck = Checkpoints(tmp_path / "ck", "input", second)
+    ck.open()
+    again = Checkpoints(tmp_path / "ck", "input", fp.run_fingerprint(cfg))
+    assert again.open() == [] and again.fresh_reason is not None and "package version" in again.fresh_reason

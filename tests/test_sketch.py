@@ -242,9 +242,9 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
         ea, eb, es = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2, np.float32)
         counters = np.zeros(4, np.int64)
         d = c.buffer
-        link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
-                   c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb, es, counters,
-                   d.a, d.b, d.score, d.counters)
+        d.adopt(link_pairs(np.array([0, 0]), np.array([1, 2]), c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal,
+                           c.alt_row, c.rows_to_defer, c.defer_share, np.arange(3, dtype=np.int64), parent, ea, eb,
+                           es, counters, d.a, d.b, d.score, d.counters))
         return counters
 
     # alt_row maps a row to its alternative signature (-1: none).
@@ -252,16 +252,16 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
         counters = link(Confirmation(plain, 8, alt, 8, np.array(alt_row, dtype=np.int64)))
         assert counters[2] == linked, alt_row
     # Deferral: pairs with a marked row go to the buffer instead (when their estimate reaches the
-    # share), however their slots agree; a full buffer decides them as usual.
-    for defer_row, share, capacity, linked, deferred, overflow in (
+    # share), however their slots agree; a full buffer grows, it never decides a pair.
+    for defer_row, share, capacity, linked, deferred, growths in (
             ([False, False, False], 0.0, 4, 2, 0, 0), ([False, True, False], 0.0, 4, 1, 1, 0),
-            ([True, False, False], 0.0, 4, 0, 2, 0), ([True, False, False], 0.0, 1, 1, 1, 1),
-            ([True, False, False], 1.1, 4, 0, 0, 0)):
+            ([True, False, False], 0.0, 4, 0, 2, 0), ([True, False, False], 0.0, 1, 0, 2, 1),
+            ([True, False, False], 0.0, 0, 0, 2, 1), ([True, False, False], 1.1, 4, 0, 0, 0)):
         c = Confirmation(plain, 8, plain, 8, np.full(3, -1, dtype=np.int64), np.array(defer_row), share,
                          Deferred.buffer(capacity))
         counters = link(c)
         d = c.buffer
-        assert (counters[2], d.count, d.overflow) == (linked, deferred, overflow), (defer_row, share, capacity)
+        assert (counters[2], d.count, d.growths) == (linked, deferred, growths), (defer_row, share, capacity)
         assert d.pairs()[0].tolist() == [0] * deferred
     with pytest.raises(ValueError, match="defer_row"):
         Confirmation(plain, 8, plain, 8, np.full(3, -1, dtype=np.int64), np.zeros(2, dtype=np.bool_))
@@ -269,3 +269,39 @@ def test_confirmation_uses_the_alternative_signatures_where_both_rows_have_one()
         Confirmation(plain, 8, alt, 8, np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="alt_row"):
         Confirmation(plain, 8, alt, 8, np.array([0, 1, 2], dtype=np.int64))
+
+
+def test_a_hot_spot_of_short_texts_past_the_deferral_buffer_is_deferred_not_accepted() -> None:
+    """Issue 24.7: 40 identical short texts in one bucket with room for 2 deferred pairs: every
+    pair still goes to the verifier (the buffer grows and says so); none is linked on its hash."""
+    from semhash_llm.sketch.lsh import link_band
+
+    n = 40
+    sigs = np.zeros((n, 16), dtype=np.uint32)  # all equal: Jaccard estimate 1.0
+    keys = np.zeros(n, dtype=np.uint64)
+    order = np.arange(n, dtype=np.int64)
+    parent = np.arange(n, dtype=np.int64)
+    ea, eb, es = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.float32)
+    counters = np.zeros(4, np.int64)
+    d = Deferred.buffer(2)
+    no_alt = np.full(n, -1, dtype=np.int64)
+    for max_bucket in (100, 8):  # the all-pairs walk and the star rounds of a big bucket
+        parent[:] = np.arange(n)
+        counters[:] = 0
+        d = Deferred.buffer(2)
+        d.adopt(link_band(order, keys, sigs, 8, sigs, 8, no_alt, np.ones(n, dtype=np.bool_), 0.5, order, parent,
+                          max_bucket, ea, eb, es, counters, d.a, d.b, d.score, d.counters))
+        assert counters[2] == 0, max_bucket  # nothing accepted on the hash estimate
+        assert d.count >= n - 1 and d.growths >= 1 and d.capacity >= d.count
+        a, b, _ = d.pairs()
+        assert len(set(zip(a.tolist(), b.tolist()))) == d.count  # each pair deferred once
+
+
+def test_the_hot_kernels_are_compiled() -> None:
+    """Issue 24.11: the linking kernels are numba dispatchers, not Python loops."""
+    from numba.core.registry import CPUDispatcher
+
+    from semhash_llm.sketch import lsh
+
+    for name in ("link_band", "link_pairs", "_try_pair", "_grow_deferred", "band_key_column", "band_keys"):
+        assert isinstance(getattr(lsh, name), CPUDispatcher), name

@@ -31,7 +31,7 @@ def _run(model: Path, **verifier: object) -> tuple[dict[str, dict], dict]:
 def test_short_pairs_go_to_the_verifier_and_its_threshold_decides(tiny_model: Path) -> None:
     rows, row = _run(tiny_model, threshold=0.0)  # every verified pair accepted
     d = row["details"]
-    assert d["pairs_verified"] >= 2 and d["pairs_accepted"] >= 2 and d["pairs_deferral_overflow"] == 0
+    assert d["pairs_verified"] >= 2 and d["pairs_accepted"] >= 2 and "deferral_buffer_growths" in d
     assert sum(d["pairs_deferred_by_stage"].values()) >= 2
     assert d["pairs_screened_out"] >= 1  # "far" shares no text with the questions: settled without the network
     assert rows["q2"]["action"] == rows["q3"]["action"] == "remove"

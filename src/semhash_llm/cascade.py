@@ -27,6 +27,7 @@ from semhash_llm.checkpoint import Checkpoints, input_fingerprint, pack_handoff,
 from semhash_llm.config import PipelineConfig
 from semhash_llm.engine import Engine, make_engine
 from semhash_llm.faults import failpoint
+from semhash_llm.fingerprint import run_fingerprint
 from semhash_llm.index import IndexPrefix
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
@@ -538,7 +539,9 @@ class Cascade:
         fingerprint = input_fingerprint(source)
         if fingerprint is None:
             return None
-        ck = Checkpoints(self.checkpoint_dir, fingerprint, self.config.fingerprint())
+        # The settings, the package version and the weight files' contents: retrained weights
+        # or an upgrade start afresh instead of resuming decisions made with other weights.
+        ck = Checkpoints(self.checkpoint_dir, fingerprint, run_fingerprint(self.config))
         found = ck.open()
         if found:
             logger.info("resuming: %d completed step(s) found in %s: %s", len(found), self.checkpoint_dir,

@@ -86,7 +86,8 @@ class Checkpoints:
             elif found.get("input") != self.input_fp:
                 self.fresh_reason = "the input changed since the interrupted run"
             elif found.get("config") != self.config_fp:
-                self.fresh_reason = "the config changed since the interrupted run"
+                self.fresh_reason = ("the config changed since the interrupted run (its settings, the package "
+                                     "version or the contents of a weight file it reads)")
             else:
                 for step in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
                     problem = _unreadable(step)

@@ -430,8 +430,9 @@ class VerifierConfig:
     ``uncertain_variance`` (or whose mean lies within ``uncertain_margin`` of the threshold)
     are counted as uncertain (the LLM judge's input). ``model_path``: a ``verifier.safetensors`` written
     by ``semhash-llm train verifier``; ``None`` uses the weights shipped in the package.
-    ``max_deferred_per_doc`` bounds the deferral buffers (pairs beyond it are settled by their
-    hash score, as without a verifier, and counted). ``screen_chunk_docs``: how many documents
+    ``max_deferred_per_doc`` sizes the deferral buffers at first (pairs per short document);
+    a buffer that fills is doubled, never bypassed — no pair with a short document is settled
+    on its hash score — and ``report.json`` counts the growths. ``screen_chunk_docs``: how many documents
     the screen re-reads at a time (it keeps their trigram codes, not their texts); it bounds
     memory and does not change a result.
     """

@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semhash_llm import __version__
+from semhash_llm.fingerprint import weights_fingerprint
 from semhash_llm.config import ConfigError, PipelineConfig, ReaderConfig
 from semhash_llm.io.atomic import fsync_path, write_json_atomic
 from semhash_llm.io.readers import InputError, InputFile, scan_inputs
@@ -94,8 +95,11 @@ def _load_array(path: Path) -> np.ndarray:
 
 
 def feature_fingerprint(config: PipelineConfig) -> str:
-    """SHA-256 (16 hex) of the settings that shape an index's stored features."""
-    payload = _feature_settings(config.to_dict())
+    """SHA-256 (16 hex) of what shapes an index's stored features: those settings, the package
+    version and the contents of the SPH weight files (a student retrained in place, or an
+    upgrade, must not add codes of another student to the index)."""
+    payload: dict[str, Any] = {**_feature_settings(config.to_dict()),
+                               "weights": weights_fingerprint(config, features_only=True)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
@@ -172,6 +176,10 @@ class DocumentIndex:
         if feature_fingerprint(config) == self.header["feature_fingerprint"]:
             return
         diff = _differences(self.header["config"], config.to_dict())
+        if not diff:
+            diff = [f"the package version or the SPH weight files' contents differ (index built with semhash-llm "
+                    f"{self.header.get('created_with', '?')}, this is {__version__}; a student or hyperplanes "
+                    "retrained in place change the codes)"]
         raise IndexDirError(f"{self.root}: the index was built with other settings than this run's "
                           f"(feature fingerprint {self.header['feature_fingerprint']}, this run "
                           f"{feature_fingerprint(config)}): {'; '.join(diff) or 'see index.json'}. Run with the "

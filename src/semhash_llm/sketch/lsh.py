@@ -114,13 +114,16 @@ def _try_pair(
     def_s: np.ndarray,
     def_counters: np.ndarray,
 ) -> int:
-    """0: already linked; 1: compared and linked; 2: compared and rejected; 3: deferred.
+    """0: already linked; 1: compared and linked; 2: compared and rejected; 3: deferred; 4: the
+    pair is to be deferred but the buffers are full (nothing was counted or changed: grow them
+    with :func:`_grow_deferred` and try the pair again).
 
     The pair is compared on rows ``alt_row[x], alt_row[y]`` of ``alt_sigs`` (at least
     ``alt_min_equal`` equal slots) when both have one (``>= 0``), else on ``sigs`` (at least
     ``min_equal``). When ``defer_row`` marks either row and the estimate reaches ``defer_share``,
-    the pair is appended to the deferred buffers instead (for the verifier), unless they are
-    full (``def_counters``: deferred, overflowed — an overflowed pair is decided as usual)."""
+    the pair is appended to the deferred buffers instead (for the verifier); a pair to defer is
+    never decided on its hash estimate, whatever the buffers hold (``def_counters``: deferred,
+    times the buffers grew)."""
     gx = rows[x]
     gy = rows[y]
     if uf_find(parent, gx) == uf_find(parent, gy):
@@ -138,13 +141,14 @@ def _try_pair(
         if same < defer_share * width - 1e-9:
             return 2
         k = def_counters[0]
-        if k < def_a.shape[0]:
-            def_a[k] = gx
-            def_b[k] = gy
-            def_s[k] = same / width
-            def_counters[0] += 1
-            return 3
-        def_counters[1] += 1
+        if k >= def_a.shape[0]:
+            counters[1] -= 1
+            return 4
+        def_a[k] = gx
+        def_b[k] = gy
+        def_s[k] = same / width
+        def_counters[0] += 1
+        return 3
     if same < need:
         return 2
     uf_union(parent, gx, gy)
@@ -156,10 +160,29 @@ def _try_pair(
     return 1
 
 
+@nb.njit(cache=True)
+def _grow_deferred(
+    def_a: np.ndarray, def_b: np.ndarray, def_s: np.ndarray, def_counters: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deferral buffers of twice the size (at least 64), holding the pairs deferred so far."""
+    size = max(2 * def_a.shape[0], 64)
+    k = def_counters[0]
+    a = np.empty(size, dtype=def_a.dtype)
+    b = np.empty(size, dtype=def_b.dtype)
+    s = np.empty(size, dtype=def_s.dtype)
+    a[:k] = def_a[:k]
+    b[:k] = def_b[:k]
+    s[:k] = def_s[:k]
+    def_counters[1] += 1
+    return a, b, s
+
+
 @dataclass
 class Deferred:
     """Pairs a linking kernel handed to the verifier instead of deciding them: global document
-    indices and hash estimate, up to ``capacity``; ``counters``: deferred, overflowed."""
+    indices and hash estimate; ``counters``: deferred, times the buffers grew. The linking
+    kernels grow the arrays (doubling) when a pair to defer finds them full, and return the
+    arrays they wrote: :meth:`adopt` them."""
 
     a: np.ndarray
     b: np.ndarray
@@ -177,8 +200,17 @@ class Deferred:
         return int(self.counters[0])
 
     @property
-    def overflow(self) -> int:
+    def growths(self) -> int:
+        """How often a linking kernel found the buffers full and doubled them."""
         return int(self.counters[1])
+
+    @property
+    def capacity(self) -> int:
+        return int(self.a.shape[0])
+
+    def adopt(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """Take the (possibly grown) arrays a linking kernel returned."""
+        self.a, self.b, self.score = arrays
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The deferred pairs so far: (a, b, estimate), copies."""
@@ -238,6 +270,7 @@ class Confirmation:
         return self.deferred if self.deferred is not None else Deferred.buffer(0)
 
 
+@nb.njit(cache=True)
 def link_band(
     order: np.ndarray,
     keys: np.ndarray,
@@ -259,8 +292,8 @@ def link_band(
     def_b: np.ndarray,
     def_s: np.ndarray,
     def_counters: np.ndarray,
-) -> None:
-    """Link the documents of one band's buckets.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Link the documents of one band's buckets; returns the deferral buffers (grown when full).
 
     ``order`` sorts the signature rows by ``keys`` (stable, so each bucket lists its rows in
     input order); ``rows[i]`` is the global document index of signature row ``i``, the
@@ -282,9 +315,13 @@ def link_band(
                 counters[0] += size * (size - 1) // 2
                 for i in range(start, end):
                     for j in range(i + 1, end):
-                        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows,
-                                  parent, order[i], order[j], edges_a, edges_b, edges_s, counters, def_a, def_b,
-                                  def_s, def_counters)
+                        r = 4
+                        while r == 4:
+                            r = _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share,
+                                          rows, parent, order[i], order[j], edges_a, edges_b, edges_s, counters,
+                                          def_a, def_b, def_s, def_counters)
+                            if r == 4:
+                                def_a, def_b, def_s = _grow_deferred(def_a, def_b, def_s, def_counters)
             else:
                 if pending.shape[0] < size:
                     pending = np.empty(size, dtype=np.int64)
@@ -298,9 +335,14 @@ def link_band(
                     counters[3] += 1
                     kept = 0
                     for i in range(m):
-                        if _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows,
-                                     parent, pending[i], rep, edges_a, edges_b, edges_s, counters, def_a, def_b,
-                                     def_s, def_counters) == 2:
+                        r = 4
+                        while r == 4:
+                            r = _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share,
+                                          rows, parent, pending[i], rep, edges_a, edges_b, edges_s, counters,
+                                          def_a, def_b, def_s, def_counters)
+                            if r == 4:
+                                def_a, def_b, def_s = _grow_deferred(def_a, def_b, def_s, def_counters)
+                        if r == 2:
                             pending[kept] = pending[i]
                             kept += 1
                     if kept == 0:
@@ -311,6 +353,7 @@ def link_band(
                         pending[i - 1] = pending[i]
                     m = kept - 1
         start = end
+    return def_a, def_b, def_s
 
 
 @nb.njit(cache=True)
@@ -334,7 +377,7 @@ def link_pairs(
     def_b: np.ndarray,
     def_s: np.ndarray,
     def_counters: np.ndarray,
-) -> None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Confirm externally proposed pairs of signature rows (e.g. by SPH blocking) and union them.
 
     Same bookkeeping as :func:`link_band`: pairs already in one cluster are skipped, the
@@ -342,5 +385,11 @@ def link_pairs(
     """
     for i in range(pairs_a.shape[0]):
         counters[0] += 1
-        _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows, parent,
-                  pairs_a[i], pairs_b[i], edges_a, edges_b, edges_s, counters, def_a, def_b, def_s, def_counters)
+        r = 4
+        while r == 4:
+            r = _try_pair(sigs, min_equal, alt_sigs, alt_min_equal, alt_row, defer_row, defer_share, rows, parent,
+                          pairs_a[i], pairs_b[i], edges_a, edges_b, edges_s, counters, def_a, def_b, def_s,
+                          def_counters)
+            if r == 4:
+                def_a, def_b, def_s = _grow_deferred(def_a, def_b, def_s, def_counters)
+    return def_a, def_b, def_s

@@ -141,9 +141,9 @@ class MinHashLSHStage:
             else:
                 col = band_key_column(sigs, j, self.rows_per_band)
                 order = np.argsort(col, kind="stable")
-            link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
+            d.adopt(link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
                       c.defer_share, rows, parent, self.config.max_bucket_size, out.a, out.b, out.score, self.counters_,
-                      d.a, d.b, d.score, d.counters)
+                      d.a, d.b, d.score, d.counters))
         k = int(self.counters_[2])
         return out.head(k)
 
@@ -183,7 +183,7 @@ class MinHashLSHStage:
             "pairs_compared": int(self.counters_[1]),
             "pairs_accepted": int(self.counters_[2]),
             "pairs_deferred": self.deferred_.count,
-            "pairs_deferral_overflow": self.deferred_.overflow,
+            "deferral_buffer_growths": self.deferred_.growths,
             "hot_bucket_star_rounds": int(self.counters_[3]),
             "signature_bytes": self.signature_bytes(),
         }

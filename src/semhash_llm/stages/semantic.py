@@ -115,9 +115,9 @@ class SPHStage:
         c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.min_jaccard, sigs.shape[1]))
         out = Edges.buffer(n, SPH_EDGE_KIND)
         d = self.deferred_ = c.buffer
-        link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
+        d.adopt(link_pairs(reps[cands.a], reps[cands.b], c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row,
                    c.rows_to_defer, c.defer_share, rows, parent, out.a, out.b, out.score, self.counters_,
-                   d.a, d.b, d.score, d.counters)
+                   d.a, d.b, d.score, d.counters))
         k = int(self.counters_[2])
         self.details_ = {
             "bits": self.config.bits,

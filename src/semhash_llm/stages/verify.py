@@ -168,7 +168,7 @@ class VerifierStage:
         parts_a: list[np.ndarray] = []
         parts_b: list[np.ndarray] = []
         by_stage: dict[str, int] = {}
-        overflow = 0
+        growths = 0
         proposed = 0
         for name, stage in ctx.stages.items():
             buffer = getattr(stage, "deferred_", None)  # the Deferred buffer of a linking stage
@@ -176,7 +176,7 @@ class VerifierStage:
                 continue
             a, b, _score = buffer.pairs()
             by_stage[name] = int(a.size)
-            overflow += buffer.overflow
+            growths += buffer.growths
             counters = getattr(stage, "counters_", None)
             if isinstance(counters, np.ndarray) and counters.size:
                 proposed += int(counters[0])
@@ -197,7 +197,7 @@ class VerifierStage:
             "screen": cfg.screen,
             "mc_passes": cfg.mc_passes,
             "pairs_deferred_by_stage": by_stage,
-            "pairs_deferral_overflow": overflow,
+            "deferral_buffer_growths": growths,
             "pairs_distinct_open": int(lo.size),
         }
         accepted_a: list[int] = []
@@ -285,6 +285,9 @@ class VerifierStage:
         model's seconds)."""
         from semhash_llm.verify.features import screen_pairs
 
+        # One order per pair (lower index first), so that the decide step and the cover check
+        # give a pair the same verdict whichever way round they ask.
+        a, b = np.minimum(a, b), np.maximum(a, b)
         keep = screen_pairs(read_texts, a, b, self.config.screen_chunk_docs) >= self.config.screen
         if not keep.any():
             return keep, np.empty(0, np.float64), np.empty(0, np.float64), 0.0
@@ -295,12 +298,13 @@ class VerifierStage:
 
     def _predict(self, texts: list[str], ia: np.ndarray, ib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """MC-dropout mean and variance of every pair ``(texts[ia[i]], texts[ib[i]])``: each text
-        of a pair encoded once, then the pairs in batches. Deterministic: the dropout masks come
-        from a generator seeded per run."""
+        of a pair encoded once, then the pairs in batches. Deterministic per pair: its dropout
+        masks are seeded from its two texts' digests, so its verdict does not depend on the batch
+        it sits in, nor on which step (decide, cover check) asks."""
         import torch
 
         from semhash_llm.verify.features import pair_features
-        from semhash_llm.verify.mgfn import encode_texts
+        from semhash_llm.verify.mgfn import encode_texts, pair_seed, text_digests
 
         model = self.model_
         cfg = self.config
@@ -318,19 +322,16 @@ class VerifierStage:
         fused = torch.cat(fused_parts)
         slot_a = torch.from_numpy(inverse[: ia.size].astype(np.int64))
         slot_b = torch.from_numpy(inverse[ia.size:].astype(np.int64))
+        digests = text_digests(doc_texts)
+        seeds = pair_seed(digests[inverse[: ia.size]], digests[inverse[ia.size:]])
         means: list[np.ndarray] = []
         variances: list[np.ndarray] = []
-        state = torch.random.get_rng_state()
-        torch.manual_seed(0)
-        try:
-            for s in range(0, ia.size, cfg.batch_size):
-                feats = None
-                if model.config.pair_features:
-                    feats = torch.from_numpy(pair_features(ta[s: s + cfg.batch_size], tb[s: s + cfg.batch_size]))
-                m, v = model.mc_predict_fused(fused[slot_a[s: s + cfg.batch_size]], fused[slot_b[s: s + cfg.batch_size]],
-                                              passes=cfg.mc_passes, features=feats)
-                means.append(m.numpy())
-                variances.append(v.numpy())
-        finally:
-            torch.random.set_rng_state(state)
+        for s in range(0, ia.size, cfg.batch_size):
+            feats = None
+            if model.config.pair_features:
+                feats = torch.from_numpy(pair_features(ta[s: s + cfg.batch_size], tb[s: s + cfg.batch_size]))
+            m, v = model.mc_predict_fused(fused[slot_a[s: s + cfg.batch_size]], fused[slot_b[s: s + cfg.batch_size]],
+                                          passes=cfg.mc_passes, features=feats, seeds=seeds[s: s + cfg.batch_size])
+            means.append(m.numpy())
+            variances.append(v.numpy())
         return np.concatenate(means).astype(np.float64), np.concatenate(variances).astype(np.float64)

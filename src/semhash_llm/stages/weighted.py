@@ -289,8 +289,9 @@ class AWMinHashStage:
                 break
             col = band_key_column(sigs, j, cfg.rows_per_band)
             order = members[np.argsort(col[members], kind="stable")]
-            link_band(order, col, sigs, min_equal, sigs, min_equal, no_alt, defer.row, defer.share, rows, parent,
-                      cfg.max_bucket_size, out.a, out.b, out.score, self.counters_, d.a, d.b, d.score, d.counters)
+            d.adopt(link_band(order, col, sigs, min_equal, sigs, min_equal, no_alt, defer.row, defer.share, rows, parent,
+                      cfg.max_bucket_size, out.a, out.b, out.score, self.counters_, d.a, d.b, d.score,
+                              d.counters))
         edges = out.head(int(self.counters_[2]))
         details = self.stats(bands)
         return Decision(edges, docs_in=self.docs_seen_, pairs_in=int(self.counters_[0]), pairs_out=len(edges),

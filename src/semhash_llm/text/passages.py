@@ -144,7 +144,7 @@ _STOPS = ".!?\u2026\u203c\u2047\u2048\u2049\u061f\u06d4\u0964\u0965"
 _CJK_STOPS = "\u3002\uff01\uff1f\uff61\uff0e"
 _CLOSERS = "\"')]}\u2019\u201d\u00bb\u203a\u300d\u300f\uff09\uff3d\u3011\u3009\u300b\u3015\uff02\uff07\uff63"
 
-_TOKEN_DOMAIN = b"semhash-tokens"  # the exact stage's personalisation (see tokenize.py)
+_TOKEN_DOMAIN = b"semhash-tokens"  # BLAKE2b personalisation of a passage's token stream
 _KEYED_DOMAIN = b"semhash-passage"
 _MAX_LSH = 16
 _BLOCK = 256  # passages per parallel work item

@@ -5,15 +5,16 @@ character) with document offsets; the kernels below then run over code points in
 parallel, without creating Python objects per token:
 
 * :func:`count_tokens` / :func:`hash_tokens` — split each document into tokens with the
-  code-point class table of :func:`semhash_llm.text.normalize.char_classes`, hash every
-  token to 64 bits and write the document's *canonical token stream* (each token's UTF-8
-  bytes followed by ``0xFF``, a byte that never occurs in UTF-8);
-* :func:`digest_documents` — the exact-duplicate key: BLAKE2b-128 of the canonical token
-  stream, so equal digests mean equal normalized token sequences. The digest is
+  code-point class table of :func:`semhash_llm.text.normalize.char_classes` and hash every
+  token to 64 bits;
+* :func:`digest_documents` — the exact-duplicate key: BLAKE2b-128 of the normalized text
+  (NFKC, case folded) with every run of whitespace collapsed to one space and the ends
+  trimmed. Every other character keeps its identity: ``a = b`` is not ``a == b``, ``C++``
+  is not ``C#``, ``$5`` is not ``€5``. Looser matches (punctuation, spacing inside words,
+  typos) are the near-duplicate stages' job, which confirm them. The digest is
   cryptographic on purpose: a non-cryptographic one (FNV-1a, multiply-shift) lets anyone
-  build two different texts with one digest and so delete a chosen document. A document
-  without tokens (only punctuation, symbols or emoji) is digested from its normalized text
-  without whitespace, in a separate BLAKE2b domain. Cost: ~3 µs per 2 KB document;
+  build two different texts with one digest and so delete a chosen document. Cost: ~3 µs
+  per 2 KB document;
 * :func:`doc_shingles` — word (or, for scripts without spaces, character) n-gram hashes
   from the token hashes of one document.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "count_tokens",
     "hash_tokens",
     "digest_documents",
+    "exact_text",
     "doc_shingles",
     "choose_ngram",
     "tokens",
@@ -51,9 +53,7 @@ _MIX2 = _U64(0x94D049BB133111EB)
 _S27 = _U64(27)
 _S30 = _U64(30)
 _S31 = _U64(31)
-_BOUNDARY = np.uint8(0xFF)  # never part of UTF-8: marks a token end in the canonical stream
-_TOKEN_DOMAIN = b"semhash-tokens"  # BLAKE2b personalisation of token-stream digests
-_RAW_DOMAIN = b"semhash-raw"  # ... and of documents without tokens (their text sans whitespace)
+_EXACT_DOMAIN = b"semhash-exact"  # BLAKE2b personalisation of the exact-duplicate key
 _SEP = np.uint8(CharClass.SEPARATOR)
 _WORD = np.uint8(CharClass.WORD)
 
@@ -148,17 +148,14 @@ def hash_tokens(
     tok_offsets: np.ndarray,
     tok_hashes: np.ndarray,
     no_space: np.ndarray,
-    canon_offsets: np.ndarray,
-    canon: np.ndarray,
 ) -> None:
-    """Fill token hashes, no-space-token counts and the canonical token stream of every document."""
+    """Fill the token hashes and no-space-token counts of every document."""
     n = offsets.shape[0] - 1
     for d in nb.prange(n):
         t = tok_offsets[d]
         h = _FNV_OFFSET
         in_word = False
         ns = 0
-        pos = canon_offsets[d]
         for i in range(offsets[d], offsets[d + 1]):
             cp = cps[i]
             c = classes[cp]
@@ -167,49 +164,35 @@ def hash_tokens(
                     h = _FNV_OFFSET
                     in_word = True
                 h = (h ^ _U64(cp)) * _FNV_PRIME
-                pos = _put_utf8(canon, pos, cp)
             else:
                 if in_word:
                     tok_hashes[t] = mix64(h)
                     t += 1
                     in_word = False
-                    canon[pos] = _BOUNDARY
-                    pos += 1
                 if c != _SEP:
                     tok_hashes[t] = mix64((_FNV_OFFSET ^ _U64(cp)) * _FNV_PRIME)
                     t += 1
                     ns += 1
-                    pos = _put_utf8(canon, pos, cp)
-                    canon[pos] = _BOUNDARY
-                    pos += 1
         if in_word:
             tok_hashes[t] = mix64(h)
             t += 1
-            canon[pos] = _BOUNDARY
-            pos += 1
         no_space[d] = ns
 
 
-def digest_documents(
-    normalized: Sequence[str], canon: np.ndarray, canon_offsets: np.ndarray, num_tokens: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """BLAKE2b-128 of every document's canonical token stream, as (high, low) ``uint64`` halves.
+def exact_text(normalized: str) -> str:
+    """What the exact key digests: the normalized text with whitespace runs collapsed to one
+    space and the ends trimmed."""
+    return " ".join(normalized.split())
 
-    A document without tokens is digested from its normalized text with whitespace removed,
-    under another personalisation, so identical emoji- or punctuation-only documents are
-    exact duplicates of each other and never of a document with tokens.
-    """
+
+def digest_documents(normalized: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """BLAKE2b-128 of every document's :func:`exact_text`, as (high, low) ``uint64`` halves."""
     n = len(normalized)
     out = bytearray(16 * n)
-    view = memoryview(canon.data)
     blake = hashlib.blake2b
     for d in range(n):
-        if num_tokens[d]:
-            digest = blake(view[canon_offsets[d] : canon_offsets[d + 1]], digest_size=16, person=_TOKEN_DOMAIN)
-        else:
-            raw = "".join(normalized[d].split()).encode("utf-8", errors="surrogatepass")
-            digest = blake(raw, digest_size=16, person=_RAW_DOMAIN)
-        out[16 * d : 16 * d + 16] = digest.digest()
+        raw = exact_text(normalized[d]).encode("utf-8", errors="surrogatepass")
+        out[16 * d : 16 * d + 16] = blake(raw, digest_size=16, person=_EXACT_DOMAIN).digest()
     halves = np.frombuffer(bytes(out), dtype=">u8").reshape(n, 2).astype(np.uint64)
     return np.ascontiguousarray(halves[:, 0]), np.ascontiguousarray(halves[:, 1])
 
@@ -283,18 +266,14 @@ def tokenize_batch(
 ) -> TokenizedBatch:
     """Tokenize a batch of already-normalized texts (see :func:`normalize`)."""
     cps, offsets = encode_batch(normalized)
-    counts, canon_bytes = count_tokens(cps, offsets, classes)
+    counts, _ = count_tokens(cps, offsets, classes)
     n = len(normalized)
     tok_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=tok_offsets[1:])
-    canon_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(canon_bytes, out=canon_offsets[1:])
     tok_hashes = np.empty(int(tok_offsets[-1]), dtype=np.uint64)
     no_space = np.zeros(n, dtype=np.int64)
-    canon = np.empty(int(canon_offsets[-1]), dtype=np.uint8)
-    hash_tokens(cps, offsets, classes, tok_offsets, tok_hashes, no_space, canon_offsets, canon)
-    hi, lo = digest_documents(normalized, canon, canon_offsets, counts)
-    del canon
+    hash_tokens(cps, offsets, classes, tok_offsets, tok_hashes, no_space)
+    hi, lo = digest_documents(normalized)
     ngrams = _ngrams(tok_offsets, no_space, shingle.ngram, shingle.char_ngram)
     return TokenizedBatch(tok_offsets, tok_hashes, no_space, hi, lo, ngrams)
 

@@ -63,7 +63,7 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
 
     from semhash_llm.sph.student import load_student
     from semhash_llm.verify.features import FEATURE_NAMES, NUM_PAIR_FEATURES, pair_features
-    from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, encode_texts, save_mgfn
+    from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, encode_texts, pair_seed, save_mgfn, text_digests
 
     if not 0.0 < heldout < 0.5:
         raise ValueError(f"--heldout must be in (0, 0.5); got {heldout}")
@@ -136,7 +136,10 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
     with torch.no_grad():
         prob = model(ha, hb, hf).numpy()
     infer_seconds = time.perf_counter() - t0
-    mean, var = model.mc_predict(ha, hb, passes=mc_passes, features=hf)
+    # Seeded per pair from its texts, as the verifier stage does: the calibration sees the masks
+    # that inference will draw.
+    seeds = pair_seed(text_digests([p.a for p in held_pairs]), text_digests([p.b for p in held_pairs]))
+    mean, var = model.mc_predict(ha, hb, passes=mc_passes, features=hf, seeds=seeds)
     y = hy.numpy().astype(np.int64)
     kinds = np.array([p.kind for p in held_pairs])
     wrong = ((mean.numpy() > 0.5).astype(np.int64) != y).astype(np.int64)

@@ -42,7 +42,7 @@ from semhash_llm.text.lines import LineBatch, tokens_and_lines
 from semhash_llm.text.tokenize import TokenizedBatch
 
 __all__ = ["MGFNConfig", "MGFN", "PairBatch", "encode_texts", "document_traits", "NUM_TRAITS", "CATEGORIES",
-           "save_mgfn", "load_mgfn"]
+           "save_mgfn", "load_mgfn", "dropout_masks", "pair_seed", "text_digests"]
 
 CATEGORIES: tuple[str, ...] = ("A", "B", "C", "D", "E")
 NUM_TRAITS = 3
@@ -228,26 +228,94 @@ class MGFN(nn.Module):
 
     @torch.no_grad()
     def mc_predict(self, a: PairBatch, b: PairBatch, passes: int = 20,
-                   features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   features: torch.Tensor | None = None,
+                   seeds: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Monte Carlo dropout: mean and variance of the duplicate probability over ``passes``
-        stochastic passes (dropout on; the module's own train/eval mode is restored)."""
-        return self.mc_predict_fused(self.fuse(a), self.fuse(b), passes, features)
+        stochastic passes (see :meth:`mc_predict_fused` for ``seeds``)."""
+        return self.mc_predict_fused(self.fuse(a), self.fuse(b), passes, features, seeds)
 
     @torch.no_grad()
     def mc_predict_fused(self, fa: torch.Tensor, fb: torch.Tensor, passes: int = 20,
-                         features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                         features: torch.Tensor | None = None,
+                         seeds: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`mc_predict` from fused vectors (:meth:`fuse`): the encoders ran once, only the
-        dropout, the projection head and the boundary network run ``passes`` times."""
+        dropout, the projection head and the boundary network run ``passes`` times.
+
+        The dropout masks of pair ``i`` come from ``seeds[i]`` alone (:func:`dropout_masks`), so a
+        pair's verdict never depends on the pairs beside it in the batch, nor on the global torch
+        RNG. ``seeds``: one ``uint64`` per pair (``None``: the pair's position, ``0 .. B-1``)."""
         if passes < 1:
             raise ValueError(f"mc_predict needs passes >= 1; got {passes}")
-        was_training = self.training
-        self.train()
-        try:
-            probs = torch.stack([torch.sigmoid(self.logits(self.project(fa), self.project(fb), features))
-                                 for _ in range(passes)])
-        finally:
-            self.train(was_training)
-        return probs.mean(0), probs.var(0, unbiased=False)
+        n = fa.shape[0]
+        seeds = np.arange(n, dtype=np.uint64) if seeds is None else np.asarray(seeds, dtype=np.uint64)
+        if seeds.shape != (n,):
+            raise ValueError(f"mc_predict needs one seed per pair ({n}); got shape {seeds.shape}")
+        cfg = self.config
+        rate = cfg.dropout
+        masks = dropout_masks(seeds, passes, (cfg.hidden, cfg.hidden, cfg.hidden), rate)
+        keep = 1.0 / (1.0 - rate)
+        first, act, _drop, last = self.boundary
+        probs = []
+        for t in range(passes):
+            u = F.normalize(self.head(fa * (masks[0][t] * keep).to(fa.dtype)), dim=1)
+            v = F.normalize(self.head(fb * (masks[1][t] * keep).to(fb.dtype)), dim=1)
+            parts = [u, v, u * v, (u - v).abs()]
+            if cfg.pair_features:
+                if features is None or features.shape != (n, cfg.pair_features):
+                    raise ValueError(f"this MGFN reads {cfg.pair_features} pair features per pair; got "
+                                     f"{None if features is None else tuple(features.shape)}")
+                parts.append(features)
+            h = act(first(torch.cat(parts, dim=1))) * (masks[2][t] * keep).to(fa.dtype)
+            probs.append(torch.sigmoid(last(h).squeeze(1)))
+        stacked = torch.stack(probs)
+        return stacked.mean(0), stacked.var(0, unbiased=False)
+
+
+def text_digests(texts: Sequence[str]) -> np.ndarray:
+    """A 64-bit BLAKE2b digest of every text (the MC-dropout seed material of its pairs)."""
+    import hashlib
+
+    raw = b"".join(hashlib.blake2b(t.encode("utf-8", errors="surrogatepass"), digest_size=8,
+                                   person=b"semhash-mcdrop").digest() for t in texts)
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+
+
+_SM_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_SM_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_SM_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser, elementwise over ``uint64`` (wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * _SM_M1
+    x = (x ^ (x >> np.uint64(27))) * _SM_M2
+    return x ^ (x >> np.uint64(31))
+
+
+def pair_seed(digest_a: np.ndarray, digest_b: np.ndarray) -> np.ndarray:
+    """One ``uint64`` seed per pair from its two documents' 64-bit text digests (order matters,
+    as it does to the model)."""
+    a = np.asarray(digest_a, dtype=np.uint64)
+    b = np.asarray(digest_b, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return _splitmix(_splitmix(a + _SM_GAMMA) ^ (b * _SM_M1))
+
+
+def dropout_masks(seeds: np.ndarray, passes: int, widths: Sequence[int], rate: float) -> list[torch.Tensor]:
+    """Keep-masks (1.0 kept, 0.0 dropped, each dropped with probability ``rate``) of shape
+    ``(passes, len(seeds), width)`` for each width: a counter-based generator (SplitMix64 over
+    seed, pass, layer and unit), so a pair's masks depend on its seed alone."""
+    seeds = np.asarray(seeds, dtype=np.uint64)
+    out = []
+    with np.errstate(over="ignore"):
+        for layer, width in enumerate(widths):
+            t = np.arange(passes, dtype=np.uint64)[:, None, None]
+            j = np.arange(width, dtype=np.uint64)[None, None, :]
+            counter = ((t * np.uint64(len(widths)) + np.uint64(layer)) << np.uint64(24)) + j + np.uint64(1)
+            x = _splitmix(seeds[None, :, None] + counter * _SM_GAMMA)
+            uniform = (x >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+            out.append(torch.from_numpy((uniform >= rate).astype(np.float32)))
+    return out
 
 
 def save_mgfn(model: MGFN, path: str | Path, extra: dict[str, Any] | None = None) -> None:
