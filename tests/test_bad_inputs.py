@@ -150,3 +150,9 @@ def _check_accounting(out: Path, skipped: int) -> None:
     assert len(reasons) == skipped and all(reasons)
     kept = pq.read_table(out / "kept.parquet")
     assert kept.num_rows == docs.column("action").to_pylist().count("keep")
+    # Issue 24.3: skipped records stay `remove`, and the report says they are not in the kept output.
+    skipped_ids = {i for i, r in zip(docs.column("id").to_pylist(), rel) if r == "skipped"}
+    assert all(a == "remove" for a, r in zip(docs.column("action").to_pylist(), rel) if r == "skipped")
+    assert not skipped_ids & set(kept.column("id").to_pylist())
+    summary = report["summary"]
+    assert summary["skipped_in_kept_output"] is False and "not in the kept output" in summary["skipped_note"]

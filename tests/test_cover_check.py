@@ -62,10 +62,9 @@ def test_in_the_cascade_a_chain_of_edits_keeps_its_far_end() -> None:
         for j in range(step * 30, step * 30 + 30):
             words[j % 200] = str(vocab[int(rng.integers(0, 5000))])
     records = [{"id": f"v{i}", "text": t} for i, t in enumerate(versions)]
-    # Without the verifier: the check's own rules are tested here (on these "w123" pseudo-words the
-    # verifier, asked about the far end, reads two pages of look-alike tokens as one).
-    loose = {"minhash": {"threshold": 0.6}, "passages": {"enabled": False}, "sph": {"enabled": False},
-             "verifier": {"enabled": False}}
+    # With the verifier on (issue 24.5): 200-word pages lie past what the model reads, so the
+    # check never asks it about the far end; its hash rules decide.
+    loose = {"minhash": {"threshold": 0.6}, "passages": {"enabled": False}, "sph": {"enabled": False}}
     chained = deduplicate(records, PipelineConfig.from_dict({**loose, "select": {"cover_check": False}}))
     covered = deduplicate(records, PipelineConfig.from_dict(loose))
     kept_chained = [r["id"] for r in chained.documents.to_pylist() if r["action"] == "keep"]
@@ -128,7 +127,7 @@ def test_an_article_in_light_chrome_is_covered_by_its_copy_in_heavy_chrome() -> 
     weighted content: with ``cover_containment`` it goes; with the test off (1.0) it stays. The
     same chrome around another article is never covered."""
     records = _chrome_chain()
-    base = {"passages": {"enabled": False}, "sph": {"enabled": False}, "verifier": {"enabled": False}}
+    base = {"passages": {"enabled": False}, "sph": {"enabled": False}}
     out = {}
     for cc in (1.0, 0.75):
         res = deduplicate(records, PipelineConfig.from_dict({**base, "select": {"cover_containment": cc}}))
@@ -136,3 +135,87 @@ def test_an_article_in_light_chrome_is_covered_by_its_copy_in_heavy_chrome() -> 
     assert out[1.0]["light"] == ("keep", None) and out[1.0]["mid"] == ("remove", "heavy")
     assert out[0.75]["light"] == ("remove", "heavy") and out[0.75]["mid"] == ("remove", "heavy")
     assert out[0.75]["other"] == ("keep", None) and out[0.75]["heavy"] == ("keep", None)
+
+
+class _Spy:
+    """A stand-in verifier for :func:`_cover_fn`: records what it is asked, accepts everything."""
+
+    def __init__(self, counts: list[int], short_tokens: int = 64) -> None:
+        from semhash_llm.verify.mgfn import MGFNConfig
+
+        self.counts = np.asarray(counts)
+        self.asked: list[tuple[int, int]] = []
+        self.short_tokens = short_tokens
+        self.model_ = type("M", (), {"config": MGFNConfig()})()
+
+    def token_counts(self, docs: np.ndarray) -> np.ndarray:
+        return self.counts[np.asarray(docs)]
+
+    def is_short(self, docs: np.ndarray) -> np.ndarray:
+        return self.token_counts(docs) < self.short_tokens
+
+    def in_range(self, docs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        from semhash_llm.stages.verify import VerifierStage
+
+        return VerifierStage.in_range(self, docs, lengths)  # type: ignore[arg-type]
+
+    def verify_pairs_scored(self, a: np.ndarray, b: np.ndarray, read_texts: object) -> tuple[np.ndarray, np.ndarray]:
+        self.asked += list(zip(np.asarray(a).tolist(), np.asarray(b).tolist()))
+        return np.ones(len(a), np.bool_), np.full(len(a), 0.9)
+
+
+def _stages_with(verifier: object) -> dict[str, object]:
+    from semhash_llm.stages import verify as verify_mod
+
+    class Verifier(_Spy, verify_mod.VerifierStage):  # isinstance() holds; no model is loaded
+        def __init__(self, inner: _Spy) -> None:
+            self.__dict__.update(inner.__dict__)
+
+    return {"mgfn": Verifier(verifier)}  # type: ignore[arg-type]
+
+
+def test_the_cover_check_asks_the_verifier_only_within_its_length_range() -> None:
+    """Issue 24.5: MGFN reads 1,024 characters and 256 tokens; a removal of long documents is
+    never settled by its reading of their first kilobyte."""
+    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.stages.base import Edges
+
+    spy = _Spy([20, 30, 900, 1000])
+    stages = _stages_with(spy)
+    lengths = np.array([120, 150, 6000, 7000])
+    covers, _ = _cover_fn(stages, Edges.empty(), 4, PipelineConfig(), lambda d: ["x"] * len(d), lengths)
+    got = covers(np.array([0, 2, 0]), np.array([1, 3, 3]))
+    assert got.tolist() == [True, False, False]
+    assert [tuple(sorted(p)) for p in stages["mgfn"].asked] == [(0, 1)]  # type: ignore[attr-defined]
+
+
+def test_plain_minhash_below_the_lsh_bar_covers_nothing() -> None:
+    """Issue 24.5: a MinHash estimate of 0.55 is below the lsh stage's bar (0.6): no cover, where
+    the old check took anything at 0.5. At 0.7 it covers; a short document's pair is the
+    verifier's to decide whatever its estimate."""
+    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.stages.base import Edges
+    from semhash_llm.stages.near import MinHashLSHStage
+
+    class Sigs(MinHashLSHStage):
+        def __init__(self, sigs: np.ndarray) -> None:
+            self._sigs = sigs
+
+        @property
+        def num_signed(self) -> int:
+            return int(self._sigs.shape[0])
+
+        def signatures(self) -> tuple[np.ndarray, np.ndarray]:
+            return self._sigs, np.arange(self._sigs.shape[0], dtype=np.int64)
+
+    base = np.arange(100, dtype=np.uint32)
+    sigs = np.stack([base, np.where(np.arange(100) < 55, base, base + 1000), np.where(np.arange(100) < 70, base, base + 1000)])
+    cfg = PipelineConfig.from_dict({"minhash": {"threshold": 0.6}})
+    # An SPH stage runs (min_jaccard 0.5) but its codes do not place the pair within its radius.
+    covers, evidence = _cover_fn({"lsh": Sigs(sigs), "sph": object()}, Edges.empty(), 3, cfg)  # type: ignore[dict-item]
+    assert covers(np.array([1, 2]), np.array([0, 0])).tolist() == [False, True]
+    assert evidence[2 * 3 + 0][0] == 1  # LSH_EDGE_KIND
+    spy = _Spy([10, 10, 10])  # all short: the hash estimate is not theirs to use
+    stages = {"lsh": Sigs(sigs), **_stages_with(spy)}
+    covers, _ = _cover_fn(stages, Edges.empty(), 3, cfg, None, np.array([50, 50, 50]))
+    assert covers(np.array([2]), np.array([0])).tolist() == [False]

@@ -27,7 +27,7 @@ SENTENCE = "The quick brown fox jumps over the lazy dog near the old river bank 
 TEXTS = {
     "a": SENTENCE,
     "b": "Heavy rain is expected across the northern valleys this weekend, officials said today.",
-    "c": SENTENCE.upper().replace(".", "!"),
+    "c": SENTENCE.upper().replace(" ", "  "),
     "d": "A completely different sentence about deduplicating pre-training data for language models.",
 }
 

@@ -22,7 +22,7 @@ ROWS: list[dict[str, Any]] = [
     {"id": "a", "text": SENTENCE, "lang": "en"},
     {"id": "b", "text": "Heavy rain is expected across the northern valleys this weekend, officials said today.",
      "lang": "en"},
-    {"id": "c", "text": SENTENCE.upper().replace(".", "!"), "lang": "en"},  # an exact copy of "a" once normalized
+    {"id": "c", "text": SENTENCE.upper().replace(" ", "  "), "lang": "en"},  # an exact copy of "a" once normalized
     {"id": "d", "text": "A completely different sentence about deduplicating pre-training data for language models.",
      "lang": "en"},
 ]

@@ -140,7 +140,7 @@ def _menu(rng: random.Random, lines: int) -> str:
 
 def test_a_page_of_its_own_in_a_shared_template_is_not_contained() -> None:
     rng = random.Random(8)
-    header, footer = _menu(rng, 100), _menu(rng, 100)
+    header, footer = _menu(rng, 160), _menu(rng, 160)
     long_article = "\n".join(_sentence(rng) for _ in range(12))
     short_article = "\n".join(_sentence(rng) for _ in range(5))  # ~1/6 of the small page's passages
     big = {"id": "big", "text": "\n".join([header, long_article, footer])}

@@ -226,13 +226,18 @@ def test_sentence_rules() -> None:
                    "New paragraph 。", "第二句。"]
 
 
-def test_short_sentences_merge_forward_and_a_short_tail_joins_the_previous_group() -> None:
+def test_a_long_sentence_is_a_passage_of_its_own_and_short_runs_group_together() -> None:
     long1 = "The old river crossed the quiet city near the northern harbor today."
     long2 = "A modern engine was repaired behind the busy market after the storm."
     text = f"Yes. No. {long1} {long2} Fine. Done."
     batch = passages_batch([text])
     got = [text[int(s):int(e)] for s, e in zip(batch.start, batch.end)]
-    assert got == [f"Yes. No. {long1}", f"{long2} Fine. Done."]
+    assert got == ["Yes. No.", long1, long2, "Fine. Done."]
+    # Issue 24.2: a long sentence keeps its key whatever short sentence its host puts beside it.
+    keys = {(int(h), int(lo)) for t in (f"Dateline. {long1} Read more.", f"{long1} Share this.", long1)
+            for h, lo, s, e in zip(*(lambda b: (b.exact_hi, b.exact_lo, b.start, b.end))(passages_batch([t])))
+            if t[int(s):int(e)] == long1}
+    assert len(keys) == 1
     # a paragraph shorter than min_words is one passage; paragraphs are never merged
     batch = passages_batch([f"Hi there.\n\n{long1}"])
     assert [int(n) for n in batch.ntok] == [2, 12]

@@ -107,13 +107,17 @@ def _summary(state: CascadeState) -> dict[str, Any]:
         clusters = int(np.unique(sel.keeper[clustered]).size)
     else:
         clusters = rows["select"].details.get("clusters", 0)
-    contained = int(np.count_nonzero(kinds == CONTAINED_EDGE_KIND))
-    exact = int(np.count_nonzero(kinds == 0))
+    held = state.contained[removed] if state.contained is not None else np.zeros(kinds.size, np.bool_)
+    contained = int(np.count_nonzero((kinds == CONTAINED_EDGE_KIND) | held))
+    exact = int(np.count_nonzero((kinds == 0) & ~held))
     return {
         "documents": n,
         "kept": kept,
         "removed": n - kept - skipped,
         "skipped": skipped,
+        "skipped_in_kept_output": False,
+        "skipped_note": ("records skipped with --on-error skip are action=remove, relation=skipped in "
+                         "documents.parquet and are not in the kept output" if skipped else ""),
         "exact_removed": exact,
         "near_removed": n - kept - skipped - exact - contained,
         "contained_removed": contained,

@@ -39,14 +39,15 @@ from semhash_llm.stages.base import (
     Decision,
     DocStatus,
     Edges,
+    FragmentCandidates,
     Fragments,
     Stage,
     StreamBatch,
 )
 from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
 from semhash_llm.stages.near import LSH_EDGE_KIND, MinHashLSHStage
-from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage
-from semhash_llm.stages.semantic import SPHStage
+from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage, resolve_fragments
+from semhash_llm.stages.semantic import SPH_EDGE_KIND, SPHStage
 from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, VerifierStage
 from semhash_llm.stages.weighted import AW_EDGE_KIND, AWMinHashStage
 from semhash_llm.text.normalize import char_classes, normalize_batch
@@ -136,6 +137,9 @@ class CascadeState:
     resume_note: str | None = None
     """Why an interrupted run's checkpoints were not used (changed input or config), if so."""
     checkpoints: Checkpoints | None = None
+    contained: np.ndarray | None = None
+    """Removed documents whose relation is ``contained_in`` although another stage linked them
+    (their content is held by the survivor, which is clearly longer): see :func:`held_by_survivor`."""
     visible_from: int = 0
     """The first document of this run's input: those before are an index's (``dedup --against``),
     in the clusters but not rows of the outputs."""
@@ -167,9 +171,14 @@ class CascadeState:
         is_dup = in_cluster & (keeper != index)
         # Relation codes: the kind of the weakest accepted edge on the path to the survivor (so a
         # copy found by LSH with the exact stage off says lsh, not bloom), then "skipped".
+        # A document held by its survivor says contained_in whichever stage linked it (decided_by
+        # stays that stage): codes len(kinds) .. 2 len(kinds) - 1.
         kinds = sorted(EDGE_KINDS)
-        names = [EDGE_KINDS[k] for k in kinds] + [("skipped", "reader")]
+        names = ([EDGE_KINDS[k] for k in kinds] + [("contained_in", EDGE_KINDS[k][1]) for k in kinds]
+                 + [("skipped", "reader")])
         code = np.searchsorted(np.asarray(kinds), np.maximum(sel.via_kind, kinds[0]))
+        if self.contained is not None:
+            code = np.where(self.contained, code + len(kinds), code)
         code[skipped] = len(names) - 1
         has_code = is_dup | skipped
         code_arr = pa.array(code.astype(np.int32), mask=~has_code)
@@ -422,6 +431,7 @@ class Cascade:
         resumed: list[str] = []
         edge_parts: list[Edges] = []
         fragment_parts: list[Fragments] = []
+        candidate_parts: list[tuple[str, FragmentCandidates]] = []
         children = np.zeros(n, dtype=np.bool_)
         for i, stage in enumerate(stages):
             t1 = time.perf_counter()
@@ -455,6 +465,8 @@ class Cascade:
             row.peak_rss_mb = peak_rss_mb()
             edge_parts.append(decision.edges)
             fragment_parts.append(decision.fragments)
+            if len(decision.fragment_candidates):
+                candidate_parts.append((stage.name, decision.fragment_candidates))
             children[decision.children] = True
             self._tick(stage.name, n, n)
 
@@ -476,7 +488,8 @@ class Cascade:
             reclustered = 0
             evidence: dict[int, tuple[int, float]] = {}
             if cfg.select.cover_check and len(edges):
-                covers, evidence = _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts)
+                covers, evidence = _cover_fn({st.name: st for st in stages}, edges, n, cfg, read_texts,
+                                             lengths.view())
                 roots, kept_edges, reclustered = refine_by_cover(
                     roots, edges.a, edges.b, edges.score, edges.kind, lengths.view(), prios.view(), cfg.select,
                     children, covers, pinned)
@@ -498,8 +511,16 @@ class Cascade:
                         {"reclustered": reclustered, "cover_pairs": cover_counts[0],
                          "cover_accepted": cover_counts[1]})
             failpoint("after", "select")
+        # Fragments are decided now that the kept documents are known: a repeated passage stays in
+        # one kept host (never only in a removed one), and cuts apply to kept documents only.
+        survivor = selection.keeper == np.arange(n)
+        for name, cand in candidate_parts:
+            resolved, counts = resolve_fragments(cand, survivor, lengths.view(), cfg.passages, read_texts)
+            fragment_parts.append(resolved)
+            rows[name].details.update(counts)
+        contained = held_by_survivor(selection, lengths.view(), cfg, read_texts if n else None)
         fragments = Fragments.concat(fragment_parts)
-        survives = selection.keeper[fragments.doc] == fragments.doc  # cuts apply to kept documents only
+        survives = survivor[fragments.doc]
         fragments = Fragments(fragments.doc[survives], fragments.start[survives], fragments.end[survives])
         st_select = StageStats("select", docs_in=n)
         removed = int(np.count_nonzero(selection.keeper != np.arange(n)))
@@ -526,6 +547,7 @@ class Cascade:
         return CascadeState(
             ids=ids, file_index=file_index.view().copy(), ordinal=ordinal.view().copy(), status=st_status.copy(),
             lengths=lengths.view().copy(), skip_reasons=skip_reasons, selection=selection, fragments=fragments,
+            contained=contained,
             funnel=funnel, source_names=list(source.names), seconds=time.perf_counter() - t_start,
             pair_logs=pair_logs, visible_from=prefix.documents if prefix is not None else 0,
             visible_shards_from=prefix.shards if prefix is not None else 0, resumed_stages=resumed, resume_note=ck.fresh_reason if ck is not None else None,
@@ -625,7 +647,8 @@ def _save_decision(ck: Checkpoints, order: int, stage: Stage, decision: Decision
     e, fr = decision.edges, decision.fragments
     arrays = {"edges_a": e.a, "edges_b": e.b, "edges_score": e.score, "edges_kind": e.kind,
               "refeature": decision.refeature, "children": decision.children, "fragments_doc": fr.doc,
-              "fragments_start": fr.start, "fragments_end": fr.end, "union_find": ctx.union_find.parent_}
+              "fragments_start": fr.start, "fragments_end": fr.end, "union_find": ctx.union_find.parent_,
+              **decision.fragment_candidates.to_arrays("fcand_")}
     handoff, scalars = pack_handoff(stage)
     arrays.update(handoff)
     ck.save(order, stage.name, arrays, {"docs_in": decision.docs_in, "pairs_in": decision.pairs_in,
@@ -646,7 +669,8 @@ def _restore_decision(ck: Checkpoints, order: int, stage: Stage, ctx: DecideCont
                         details={**meta["details"], "resumed": True}, refeature=arrays["refeature"],
                         children=arrays["children"],
                         fragments=Fragments(arrays["fragments_doc"], arrays["fragments_start"],
-                                            arrays["fragments_end"]))
+                                            arrays["fragments_end"]),
+                        fragment_candidates=FragmentCandidates.from_arrays(arrays, "fcand_"))
     return decision, float(meta["seconds"])
 
 
@@ -663,37 +687,60 @@ def _pair_table(log: dict[str, np.ndarray], ids: pa.Array) -> pa.Table:
 
 
 def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfig,
-              read_texts: Callable[[np.ndarray], list[str]] | None = None
+              read_texts: Callable[[np.ndarray], list[str]] | None = None,
+              lengths: np.ndarray | None = None,
               ) -> tuple[CoverFn, dict[int, tuple[int, float]]]:
     """``covers(docs, keepers)`` for ``SelectConfig.cover_check``: the keeper covers a document
-    when a stage accepted the pair itself (or a pair of their exact copies), when they are exact copies, when their MinHash (or,
-    both weighted, AW-MinHash) Jaccard estimate reaches the lowest floor of the enabled lexical
-    stages, when the document's weighted content is held by the keeper (:func:`weighted_containment`
-    of their AW-MinHash signatures at least ``SelectConfig.cover_containment``), or when a chain
-    of containment edges leads from the document to the keeper. Exact
-    copies that Bloom claimed (no signatures of their own) stand for the copy they equal.
+    only on evidence that the stage which would make the link itself accepts:
+
+    * a stage accepted the pair itself (or a pair of their exact copies), or they are exact copies;
+    * the pair's hash estimate passes a linking stage's own bar, on the signatures that stage
+      confirms on: ``lsh`` at ``minhash.threshold`` (on AW-MinHash's weighted signatures when both
+      documents have one, as its confirmation does), ``aw`` at ``aw.threshold`` on the weighted
+      signatures (never for a document AW-MinHash marked as templated: its chrome rule), ``sph`` at
+      ``sph.min_jaccard`` only for codes within its Hamming radius;
+    * the document's weighted content is held by the keeper (:func:`weighted_containment` of
+      their AW-MinHash signatures at least ``SelectConfig.cover_containment``), or a chain of
+      containment edges leads from the document to the keeper;
+    * the verifier accepts the pair — asked only when both texts lie within what the model reads
+      (:meth:`VerifierStage.in_range`).
+
+    With the verifier on, a pair with a short document (fewer than ``verifier.short_tokens``
+    tokens) is never covered on its hash estimate: no linking stage accepts one; the verifier
+    decides it. Exact copies that Bloom claimed (no signatures of their own) stand for the copy
+    they equal.
 
     Also returns the *evidence* of every covered pair (key ``doc * n + keeper``): the edge kind
     and score of what covered it, which labels a removed document whose path of edges to its
     survivor was cut by the check (it is covered directly, with no edge of its own)."""
+    from semhash_llm.sph.hyperplanes import hamming_distance
+
     evidence: dict[int, tuple[int, float]] = {}
-    # (edge kind, signatures, row of each document or -1, each row's total weight for containment or None)
-    sig_rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
-    floors: list[float] = []
-    for name, floor in (("lsh", cfg.minhash.threshold), ("aw", cfg.aw.threshold)):
-        stage = stages.get(name)
-        signatures = getattr(stage, "signatures", None)
-        if stage is None or not callable(signatures):
-            continue
-        sigs, rows = signatures()
-        where = np.full(n, -1, dtype=np.int64)
-        where[rows] = np.arange(rows.size, dtype=np.int64)
-        mass = stage.masses() if isinstance(stage, AWMinHashStage) and cfg.select.cover_containment < 1.0 else None
-        sig_rows.append((LSH_EDGE_KIND if name == "lsh" else AW_EDGE_KIND, sigs, where, mass))
-        floors.append(floor)
-    if "sph" in stages:
-        floors.append(cfg.sph.min_jaccard)
-    floor = min(floors) if floors else 1.0
+    found = stages.get("mgfn")
+    verifier = found if isinstance(found, VerifierStage) else None
+    # AW-MinHash: its weighted signatures, the row of each document (-1: none), masses, templated marks.
+    aw_sigs: np.ndarray | None = None
+    aw_where = np.full(n, -1, dtype=np.int64)
+    aw_mass: np.ndarray | None = None
+    aw_templated = np.zeros(n, dtype=np.bool_)
+    aw_stage = stages.get("aw")
+    if isinstance(aw_stage, AWMinHashStage):
+        aw_sigs, rows = aw_stage.signatures()
+        aw_where[rows] = np.arange(rows.size, dtype=np.int64)
+        aw_mass = aw_stage.masses() if cfg.select.cover_containment < 1.0 else None
+        marks = getattr(aw_stage, "templated_docs", None)
+        if callable(marks):
+            aw_templated[np.asarray(marks(), dtype=np.int64)] = True
+    mh_sigs: np.ndarray | None = None
+    mh_where = np.full(n, -1, dtype=np.int64)
+    lsh_stage = stages.get("lsh")
+    if isinstance(lsh_stage, MinHashLSHStage) and lsh_stage.num_signed:
+        mh_sigs, rows = lsh_stage.signatures()
+        mh_where[rows] = np.arange(rows.size, dtype=np.int64)
+    sph_stage = stages.get("sph")
+    sph_codes = sph_stage.codes() if isinstance(sph_stage, SPHStage) and mh_sigs is not None else None
+    if sph_codes is not None and mh_sigs is not None and sph_codes.shape[0] != mh_sigs.shape[0]:
+        sph_codes = None  # codes of another row set (an engine's partial run): not used as evidence
     # Exact classes: each stands for its first member (the one Bloom did not claim: it has the
     # signatures; the union-find's roots are the smallest index).
     exact = edges.kind == EXACT_EDGE_KIND
@@ -734,8 +781,6 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     for child, parent, score in zip(edges.a[contained].tolist(), edges.b[contained].tolist(),
                                     edges.score[contained].tolist()):
         contained_score[(child, parent)] = float(score)
-    found = stages.get("mgfn")
-    verifier = found if isinstance(found, VerifierStage) else None
     verdicts: dict[int, bool] = {}
 
     verifier_p: dict[int, float] = {}
@@ -751,39 +796,100 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         for i in np.flatnonzero(via_link).tolist():
             evidence[int(pair_keys[i])] = link_evidence[int(class_keys[i])]
         ok |= via_link
-        for kind, sigs, where, mass in sig_rows:
-            wd, wk = where[rd], where[rk]
-            both = (wd >= 0) & (wk >= 0) & ~ok
+        if verifier is not None:
+            # A pair with a short document is the verifier's, never its hash estimate's.
+            hashable = ~(verifier.is_short(rd) | verifier.is_short(rk))
+        else:
+            hashable = np.ones(docs.size, dtype=np.bool_)
+        if aw_sigs is not None:
+            wd, wk = aw_where[rd], aw_where[rk]
+            both = (wd >= 0) & (wk >= 0) & ~ok & hashable
             if both.any():
                 at = np.flatnonzero(both)
-                same = (sigs[wd[both]] == sigs[wk[both]]).mean(axis=1)
-                hit = same >= floor - 1e-9
-                if mass is not None:
-                    held = weighted_containment(same, mass[wd[both]], mass[wk[both]], sigs.shape[1])
-                    hit |= held >= cfg.select.cover_containment
+                same = (aw_sigs[wd[both]] == aw_sigs[wk[both]]).mean(axis=1)
+                chrome = aw_templated[rd[both]] | aw_templated[rk[both]]
+                floor = cfg.aw.threshold if "aw" in stages else 1.0
+                if "lsh" in stages and cfg.aw.confirm:
+                    floor = min(floor, cfg.minhash.threshold)
+                hit = (same >= floor - 1e-9) & ~chrome
+                if aw_mass is not None:
+                    held = weighted_containment(same, aw_mass[wd[both]], aw_mass[wk[both]], aw_sigs.shape[1])
+                    hit |= (held >= cfg.select.cover_containment) & ~chrome
                 for j in np.flatnonzero(hit).tolist():
-                    evidence[int(pair_keys[at[j]])] = (kind, float(same[j]))
+                    evidence[int(pair_keys[at[j]])] = (AW_EDGE_KIND, float(same[j]))
+                ok[at[hit]] = True
+        if mh_sigs is not None:
+            md, mk = mh_where[rd], mh_where[rk]
+            weighted_pair = (aw_where[rd] >= 0) & (aw_where[rk] >= 0) & cfg.aw.confirm
+            both = (md >= 0) & (mk >= 0) & ~ok & hashable & ~weighted_pair
+            if both.any():
+                at = np.flatnonzero(both)
+                same = (mh_sigs[md[both]] == mh_sigs[mk[both]]).mean(axis=1)
+                hit = same >= cfg.minhash.threshold - 1e-9
+                kinds = np.full(at.size, LSH_EDGE_KIND, dtype=np.int64)
+                if sph_codes is not None:
+                    near = hamming_distance(sph_codes[md[both]], sph_codes[mk[both]]) <= cfg.sph.radius
+                    sph_hit = ~hit & near & (same >= cfg.sph.min_jaccard - 1e-9)
+                    kinds[sph_hit] = SPH_EDGE_KIND
+                    hit |= sph_hit
+                for j in np.flatnonzero(hit).tolist():
+                    evidence[int(pair_keys[at[j]])] = (int(kinds[j]), float(same[j]))
                 ok[at[hit]] = True
         for i in np.flatnonzero(~ok).tolist():
             d, k = int(docs[i]), int(keepers[i])
             ok[i] = contained_in(d, k) or contained_in(int(rd[i]), int(rk[i]))
             if ok[i]:
                 evidence[int(pair_keys[i])] = (CONTAINED_EDGE_KIND, contained_score.get((d, k), float("nan")))
-        if verifier is not None and read_texts is not None and not ok.all():
+        if verifier is not None and read_texts is not None and lengths is not None and not ok.all():
             rest = np.flatnonzero(~ok)
-            keys = pair_keys[rest]
-            ask = np.array([key not in verdicts for key in keys.tolist()], dtype=np.bool_)
-            if ask.any():
-                said, prob = verifier.verify_pairs_scored(docs[rest[ask]], keepers[rest[ask]], read_texts)
-                verdicts.update(zip(keys[ask].tolist(), said.tolist()))
-                verifier_p.update(zip(keys[ask].tolist(), prob.tolist()))
-            ok[rest] = [verdicts[key] for key in keys.tolist()]
-            for key, accepted in zip(keys.tolist(), ok[rest].tolist()):
+            # Asked about the exact classes' representatives: exact copies get one verdict (the
+            # model reads case and spacing, which the exact key folds).
+            rest = rest[verifier.in_range(rd[rest], lengths) & verifier.in_range(rk[rest], lengths)]
+            ckeys = class_keys[rest]
+            ask_keys = np.unique(ckeys[np.array([key not in verdicts for key in ckeys.tolist()], dtype=np.bool_)])
+            if ask_keys.size:
+                said, prob = verifier.verify_pairs_scored(ask_keys // n, ask_keys % n, read_texts)
+                verdicts.update(zip(ask_keys.tolist(), said.tolist()))
+                verifier_p.update(zip(ask_keys.tolist(), prob.tolist()))
+            ok[rest] = [verdicts[key] for key in ckeys.tolist()]
+            for i, ck_, accepted in zip(rest.tolist(), ckeys.tolist(), ok[rest].tolist()):
                 if accepted:
-                    evidence[int(key)] = (VERIFIED_EDGE_KIND, verifier_p[int(key)])
+                    evidence[int(pair_keys[i])] = (VERIFIED_EDGE_KIND, verifier_p[int(ck_)])
         return ok
 
     return covers, evidence
+
+
+CONTAINED_SHORTER = 0.8
+"""A removed document is *contained* in its survivor when it is shorter than this share of it."""
+
+
+def held_by_survivor(selection: Selection, lengths: np.ndarray, cfg: PipelineConfig,
+                     read_texts: Callable[[np.ndarray], list[str]] | None) -> np.ndarray:
+    """Which removed documents are contained in their survivor although another stage (LSH,
+    AW-MinHash, SPH, the verifier) linked them first: shorter than :data:`CONTAINED_SHORTER` of
+    the survivor, and with their content held by it — shingle containment (the smaller of
+    character 4-gram and word 3-gram containment, on the re-read texts) at least
+    ``passages.short_containment``. Such a removal is an excerpt, and its relation says
+    ``contained_in``; the kept document and the decision do not change."""
+    from semhash_llm.text.containment import shingle_containment
+
+    n = selection.keeper.size
+    out = np.zeros(n, dtype=np.bool_)
+    keeper = selection.keeper
+    idx = np.arange(n)
+    linked_near = (keeper != idx) & (selection.via_kind >= 0) & ~np.isin(selection.via_kind,
+                                                                        [EXACT_EDGE_KIND, CONTAINED_EDGE_KIND])
+    cand = np.flatnonzero(linked_near & (lengths < CONTAINED_SHORTER * lengths[keeper]))
+    if cand.size == 0 or read_texts is None or not cfg.passages.enabled:
+        return out
+    want = np.unique(np.concatenate([cand, keeper[cand]]))
+    texts = dict(zip(want.tolist(), read_texts(want)))
+    bar = cfg.passages.short_containment
+    for d in cand.tolist():
+        if shingle_containment(texts[d], texts[int(keeper[d])], config=cfg.normalize) >= bar:
+            out[d] = True
+    return out
 
 
 def weighted_containment(jaccard: np.ndarray, mass_doc: np.ndarray, mass_keeper: np.ndarray,

@@ -4,7 +4,7 @@ The background documents are the docstrings of the standard library (real Englis
 about real code, available on every machine with no download). Planted on top of them,
 deterministically by seed:
 
-* exact duplicates — the same text with other case, spacing and punctuation;
+* exact duplicates — the same text with other case or spacing (what the exact key folds);
 * near duplicates — a few words replaced, dropped or repeated, a line added;
 * a hot spot — one document copied many times, each copy with its own date line;
 * short snippets in Chinese and Japanese (composed from a fixed vocabulary), with their
@@ -93,7 +93,7 @@ def _perturb_exact(text: str, rng: random.Random) -> str:
         return text.upper()
     if choice == 1:
         return "  ".join(text.split()) + "\n"
-    return re.sub(r"[.,;:]", lambda m: m.group(0) + " ", text).replace("  ", " ").strip() + " !"
+    return "\t" + text.swapcase().replace(" ", " \n ") + "  "
 
 
 def _perturb_near(text: str, rng: random.Random) -> str:
@@ -141,7 +141,7 @@ def build_sample_corpus(out_dir: str | Path, seed: int = 0, max_background: int 
         vocab = _CJK_WORDS if n % 2 == 0 else _JA_WORDS
         text = "".join(rng.choice(vocab) for _ in range(60)) + "。"
         docs.append({"id": f"cjk-{n:04d}", "text": text, "source": "synthetic-cjk"})
-        copy = text[:-1] + "！"  # punctuation differs only: an exact duplicate after normalization
+        copy = text[:-1] + "！"  # the final stop differs: a near duplicate (character n-grams)
         docs.append({"id": f"cjk-{n:04d}-copy", "text": copy, "source": "planted"})
         pairs.append({"id": f"cjk-{n:04d}-copy", "duplicate_of": f"cjk-{n:04d}", "kind": "cjk"})
         planted["cjk"] += 1

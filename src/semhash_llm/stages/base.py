@@ -25,9 +25,9 @@ same way for every stage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from semhash_llm.sketch.lsh import Confirmation, Deferred, min_equal_slots
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["ComputesFeatures", "DocStatus", "Edges", "Fragments", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
+__all__ = ["ComputesFeatures", "DocStatus", "Edges", "Fragments", "FragmentCandidates", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
            "Deferral", "deferral", "read_pair_texts"]
 
 
@@ -116,6 +116,57 @@ class Fragments:
 
 
 @dataclass
+class FragmentCandidates:
+    """Occurrences of repeated passages whose cuts are decided after selection, when the kept
+    documents are known (:func:`semhash_llm.stages.passages.resolve_fragments`): the occurrence
+    that stays is chosen among the documents that survive, so a passage is never cut from
+    every kept text.
+
+    One row per occurrence: ``group`` (one id per repeated passage), ``doc``, ``start``, ``end``
+    (code points of the original text), ``gap`` (where the whitespace after it ends), and the
+    adjacent short passage before and after it (``prev_*``, ``next_*``; ``-1``: none), which is
+    cut with it when every kept host has the same one."""
+
+    group: np.ndarray
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    gap: np.ndarray
+    prev_start: np.ndarray
+    prev_end: np.ndarray
+    next_start: np.ndarray
+    next_end: np.ndarray
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("group", "doc", "start", "end", "gap", "prev_start", "prev_end",
+                                         "next_start", "next_end")
+
+    @classmethod
+    def empty(cls) -> FragmentCandidates:
+        return cls(*(np.empty(0, np.int64) for _ in cls.FIELDS))
+
+    def __len__(self) -> int:
+        return int(self.doc.shape[0])
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The columns under ``prefix + name`` (a checkpoint's arrays)."""
+        return {prefix + f: getattr(self, f) for f in self.FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> FragmentCandidates:
+        """Read :meth:`to_arrays` back (empty when the arrays are not there)."""
+        if prefix + "doc" not in arrays:
+            return cls.empty()
+        return cls(*(np.asarray(arrays[prefix + f], dtype=np.int64) for f in cls.FIELDS))
+
+    @staticmethod
+    def concat(parts: list[FragmentCandidates]) -> FragmentCandidates:
+        if not parts:
+            return FragmentCandidates.empty()
+        return FragmentCandidates(*(np.concatenate([getattr(p, f) for p in parts]).astype(np.int64)
+                                    for f in FragmentCandidates.FIELDS))
+
+
+@dataclass
 class StreamBatch:
     """One batch of the stream, as every stage's :meth:`Stage.process` sees it.
 
@@ -178,6 +229,8 @@ class Decision:
     """Documents that are contained in another one (directed edges: a child never survives its parent)."""
     fragments: Fragments = field(default_factory=Fragments.empty)
     """Spans to cut from documents that stay (viral fragments); dropped for documents removed."""
+    fragment_candidates: FragmentCandidates = field(default_factory=FragmentCandidates.empty)
+    """Repeated passages whose cuts are decided after selection (one occurrence stays in a kept text)."""
 
 
 @dataclass

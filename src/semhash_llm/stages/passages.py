@@ -40,29 +40,39 @@ After the stream, in this order:
    document that quotes a sentence or two of another stays: its share is small.
 2. **Viral fragments.** Every exact key found in at least ``fragment_min_docs`` distinct
    clusters (after containment, so a parent and its excerpts count once) with at least
-   ``fragment_min_words`` tokens is cut from every cluster but the one of its first
-   occurrence (``fragment_keep="longest"``: of its longest host). A document never loses
-   more than ``max_cut_share`` of its characters: past that it is left whole and counted.
+   ``fragment_min_words`` tokens is a viral fragment. Which host keeps it is decided after
+   selection (:func:`resolve_fragments`): among the *kept* hosts, the first
+   (``fragment_keep="longest"``: the longest); every other kept host loses it, with the
+   short sentence beside it when all kept hosts share that too. A document never loses more
+   than ``max_cut_share`` of its characters: past that it is left whole and counted.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numba as nb
 import numpy as np
 
 from semhash_llm.config import NormalizeConfig, PassageConfig
 from semhash_llm.sketch.spill import KeyOccurrences
-from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, StreamBatch, read_pair_texts
+from semhash_llm.stages.base import (
+    DecideContext,
+    Decision,
+    Edges,
+    FragmentCandidates,
+    Fragments,
+    StreamBatch,
+    read_pair_texts,
+)
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.lines import span_line_cues
 from semhash_llm.text.normalize import char_classes
 from semhash_llm.text.passages import passages_batch
 
-__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND"]
+__all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND", "resolve_fragments"]
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +314,7 @@ class PassageStage:
                 starts = np.flatnonzero(np.r_[True, pdoc[1:] != pdoc[:-1]])
                 first_pid[pdoc[starts]] = starts
             edges, children = self._containment(ctx, pdoc, npass, first_pid, cum_prose, pweight)
-            fragments, frag_details = self._fragments(ctx, pdoc, pstart, pend, pgap, pntok)
+            candidates, frag_details = self._fragments(ctx, pdoc, pstart, pend, pgap, pntok)
             self.details_ = {
                 "passages": int(pdoc.size),
                 "documents_with_passages": int(np.count_nonzero(npass)),
@@ -323,7 +333,7 @@ class PassageStage:
             }
             return Decision(edges, docs_in=int(np.count_nonzero(self._doc_chars >= 0)), pairs_in=self.pairs_scored_,
                             pairs_out=len(edges), details=dict(self.details_), children=children,
-                            fragments=fragments)
+                            fragment_candidates=candidates)
         finally:
             self.exact_.close()
             self.near_.close()
@@ -485,10 +495,14 @@ class PassageStage:
     # ---- viral fragments ----------------------------------------------------------------
 
     def _fragments(self, ctx: DecideContext, pdoc: np.ndarray, pstart: np.ndarray, pend: np.ndarray,
-                   pgap: np.ndarray, pntok: np.ndarray) -> tuple[Fragments, dict[str, object]]:
+                   pgap: np.ndarray, pntok: np.ndarray) -> tuple[FragmentCandidates, dict[str, object]]:
+        """Every occurrence of every repeated passage that qualifies as a viral fragment (an exact
+        key in ``fragment_min_docs`` clusters or more, ``fragment_min_words`` tokens or more).
+        Which occurrence stays is decided after selection (:func:`resolve_fragments`)."""
         cfg = self.config
         roots = ctx.union_find.roots()
-        cut_pid: list[np.ndarray] = []
+        groups: list[np.ndarray] = []
+        occ: list[np.ndarray] = []
         viral = boilerplate = 0
         for batch in self.exact_.groups(min_distinct=cfg.fragment_min_docs, group_of=roots):
             for i in range(len(batch)):
@@ -496,38 +510,122 @@ class PassageStage:
                 pids = tagged >> _TAG_BITS
                 if pntok[pids[0]] < cfg.fragment_min_words:
                     continue
-                # The cluster of the first occurrence (or of the longest host) keeps the passage.
-                host = docs[0] if cfg.fragment_keep == "first" else docs[int(np.argmax(self._doc_chars[docs]))]
-                keep_root = roots[host]
-                cut = pids[roots[docs] != keep_root]
-                if cut.size:
-                    cut_pid.append(cut)
-                    if batch.distinct[i] >= cfg.boilerplate_min_docs:
-                        boilerplate += 1
+                occ.append(pids)
+                groups.append(np.full(pids.size, viral + boilerplate, np.int64))
+                if batch.distinct[i] >= cfg.boilerplate_min_docs:
+                    boilerplate += 1
+                else:
+                    viral += 1
+        details: dict[str, object] = {"viral_passages": viral, "boilerplate_passages": boilerplate}
+        if not occ:
+            return FragmentCandidates.empty(), details
+        pids = np.concatenate(occ)
+        group = np.concatenate(groups)
+        n = pdoc.size
+        # The adjacent passage before / after, when it is short (no fragment by itself), in the
+        # same document and only whitespace away: cut with the fragment if every kept host has it.
+        prev = pids - 1
+        has_prev = (pids > 0) & (pdoc[np.maximum(prev, 0)] == pdoc[pids]) & (pntok[np.maximum(prev, 0)]
+                                                                           < cfg.fragment_min_words)
+        has_prev &= pgap[np.maximum(prev, 0)] >= pstart[pids]
+        nxt = pids + 1
+        has_next = (nxt < n) & (pdoc[np.minimum(nxt, n - 1)] == pdoc[pids]) & (pntok[np.minimum(nxt, n - 1)]
+                                                                             < cfg.fragment_min_words)
+        has_next &= pgap[pids] >= pstart[np.minimum(nxt, n - 1)]
+        prev_c, next_c = np.maximum(prev, 0), np.minimum(nxt, n - 1)
+        cand = FragmentCandidates(
+            group, pdoc[pids], pstart[pids], pend[pids], pgap[pids],
+            np.where(has_prev, pstart[prev_c], -1), np.where(has_prev, pend[prev_c], -1),
+            np.where(has_next, pstart[next_c], -1), np.where(has_next, pend[next_c], -1))
+        return cand, details
+
+
+def _fold(text: str) -> str:
+    """A short passage as the hosts are compared on it: case folded, whitespace collapsed."""
+    return " ".join(text.casefold().split())
+
+
+def resolve_fragments(cand: FragmentCandidates, survives: np.ndarray, lengths: np.ndarray,
+                      config: PassageConfig,
+                      read_texts: Callable[[np.ndarray], list[str]] | None) -> tuple[Fragments, dict[str, int]]:
+    """The spans to cut, once selection has decided which documents are kept (``survives``).
+
+    For every repeated passage, the occurrence that stays is chosen among its *kept* hosts —
+    the first (``fragment_keep="first"``) or the longest one — and every other kept host loses
+    it; occurrences in removed documents do not count, so a host that leaves as a near copy of a
+    document without the passage never takes the passage's last copy with it. A short passage
+    right before or after the fragment (a sentence under ``fragment_min_words`` tokens) is cut
+    with it when every kept host has the same one there (re-read from the source): a fragment is
+    cut at its full extent, no dangling half-sentence stays. Spans that overlap or that only
+    whitespace separates become one. A document that would lose more than ``max_cut_share`` of
+    its characters is left whole (and counted)."""
+    empty = {"spans_cut": 0, "documents_cut": 0, "documents_left_whole": 0, "neighbours_cut": 0}
+    live = survives[cand.doc] if len(cand) else np.zeros(0, np.bool_)
+    if not live.any():
+        return Fragments.empty(), empty
+    c = FragmentCandidates(*(getattr(cand, f)[live] for f in FragmentCandidates.FIELDS))
+    order = np.lexsort((c.start, c.doc, c.group))
+    c = FragmentCandidates(*(getattr(c, f)[order] for f in FragmentCandidates.FIELDS))
+    bounds = np.flatnonzero(np.r_[True, c.group[1:] != c.group[:-1], True])
+    cut = np.zeros(len(c), np.bool_)
+    for g0, g1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        docs = c.doc[g0:g1]
+        if docs[0] == docs[-1]:
+            continue  # one kept host (or none other): it keeps the passage
+        if config.fragment_keep == "first":
+            keeper = int(docs[0])
+        else:  # the longest kept host; the first of the longest on ties
+            keeper = int(docs[int(np.argmax(lengths[docs]))])
+        cut[g0:g1] = docs != keeper
+    start, end, gap = c.start.copy(), c.end.copy(), c.gap.copy()
+    neighbours = 0
+    # Short neighbours: only for passages cut somewhere, on the texts of their kept hosts.
+    groups_cut = np.unique(c.group[cut])
+    ask = np.isin(c.group, groups_cut) & ((c.prev_start >= 0) | (c.next_start >= 0))
+    if ask.any() and read_texts is not None:
+        wanted = np.unique(c.doc[np.isin(c.group, np.unique(c.group[ask]))])
+        texts = dict(zip(wanted.tolist(), read_texts(wanted)))
+        for g0, g1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if not cut[g0:g1].any():
+                continue
+            rows = range(g0, g1)
+            for s_col, e_col, side in ((c.prev_start, c.prev_end, "prev"), (c.next_start, c.next_end, "next")):
+                if (s_col[g0:g1] < 0).any():
+                    continue  # some kept host has no short passage there
+                said = {_fold(texts[int(c.doc[r])][int(s_col[r]):int(e_col[r])]) for r in rows}
+                if len(said) != 1:
+                    continue
+                for r in rows:
+                    if not cut[r]:
+                        continue
+                    if side == "prev":
+                        start[r] = s_col[r]
                     else:
-                        viral += 1
-        if not cut_pid:
-            return Fragments.empty(), {"viral_passages": 0, "boilerplate_passages": 0, "spans_cut": 0,
-                                       "documents_cut": 0, "documents_left_whole": 0}
-        pids = np.unique(np.concatenate(cut_pid))
-        pids = pids[np.lexsort((pend[pids], pstart[pids], pdoc[pids]))]
-        # One span per run of cut passages that overlap (windows) or only whitespace separates.
-        spans: list[tuple[int, int, int]] = []
-        gap = -1
-        for d, s, e, g in zip(pdoc[pids].tolist(), pstart[pids].tolist(), pend[pids].tolist(), pgap[pids].tolist()):
-            if spans and spans[-1][0] == d and s <= gap:
-                spans[-1] = (d, spans[-1][1], max(spans[-1][2], e))
-                gap = max(gap, g)
-            else:
-                spans.append((d, s, e))
-                gap = g
-        # Gutting cap: a document that would lose more than max_cut_share of its text stays whole.
-        cut_chars: dict[int, int] = {}
-        for d, s, e in spans:
-            cut_chars[d] = cut_chars.get(d, 0) + e - s
-        whole = {d for d, c in cut_chars.items() if c > cfg.max_cut_share * self._doc_chars[d]}
-        kept_spans = [sp for sp in spans if sp[0] not in whole]
-        frags = Fragments(np.array([sp[0] for sp in kept_spans], np.int64), np.array([sp[1] for sp in kept_spans], np.int64),
-                          np.array([sp[2] for sp in kept_spans], np.int64))
-        return frags, {"viral_passages": viral, "boilerplate_passages": boilerplate, "spans_cut": len(frags),
-                       "documents_cut": int(np.unique(frags.doc).size), "documents_left_whole": len(whole)}
+                        end[r] = e_col[r]
+                        gap[r] = _space_end(texts[int(c.doc[r])], int(e_col[r]))
+                    neighbours += 1
+    elif ask.any():
+        logger.warning("passages: the short sentences beside %d fragment occurrence(s) were not compared (the "
+                       "source cannot be re-read); the fragments are cut without them", int(np.count_nonzero(ask)))
+    idx = np.flatnonzero(cut)
+    if idx.size == 0:
+        return Fragments.empty(), empty
+    idx = idx[np.lexsort((end[idx], start[idx], c.doc[idx]))]
+    spans: list[tuple[int, int, int]] = []
+    reach = -1
+    for d, s0, e0, g in zip(c.doc[idx].tolist(), start[idx].tolist(), end[idx].tolist(), gap[idx].tolist()):
+        if spans and spans[-1][0] == d and s0 <= reach:
+            spans[-1] = (d, spans[-1][1], max(spans[-1][2], e0))
+            reach = max(reach, g)
+        else:
+            spans.append((d, s0, e0))
+            reach = g
+    cut_chars: dict[int, int] = {}
+    for d, s0, e0 in spans:
+        cut_chars[d] = cut_chars.get(d, 0) + e0 - s0
+    whole = {d for d, n_chars in cut_chars.items() if n_chars > config.max_cut_share * lengths[d]}
+    kept_spans = [sp for sp in spans if sp[0] not in whole]
+    frags = Fragments(np.array([sp[0] for sp in kept_spans], np.int64), np.array([sp[1] for sp in kept_spans], np.int64),
+                      np.array([sp[2] for sp in kept_spans], np.int64))
+    return frags, {"spans_cut": len(frags), "documents_cut": int(np.unique(frags.doc).size),
+                   "documents_left_whole": len(whole), "neighbours_cut": neighbours}

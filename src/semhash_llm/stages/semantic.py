@@ -58,6 +58,14 @@ class SPHStage:
         self.details_: dict[str, float | int | str] = {}
         self.deferred_ = Deferred.buffer(0)  # pairs handed to the verifier (filled in decide)
 
+    def codes(self) -> np.ndarray:
+        """Every code kept, in MinHash signature-row order (the cover check reads them)."""
+        if not self._codes:
+            return np.empty(0, np.uint64)
+        if len(self._codes) > 1:
+            self._codes = [np.concatenate(self._codes)]
+        return self._codes[0]
+
     def encode(self, texts: Sequence[str]) -> None:
         """Compute and keep the codes of ``texts`` (in the order MinHash signs them)."""
         if not texts:

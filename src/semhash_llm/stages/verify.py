@@ -147,6 +147,29 @@ class VerifierStage:
             self._counts = counts
         return self._counts
 
+    def token_counts(self, docs: np.ndarray) -> np.ndarray:
+        """Tokens of each of ``docs`` (global indices; 0 for a document the stage never saw)."""
+        counts = self._token_counts()
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.zeros(docs.size, dtype=np.int64)
+        seen = docs < counts.size
+        out[seen] = counts[docs[seen]]
+        return out
+
+    def is_short(self, docs: np.ndarray) -> np.ndarray:
+        """Whether each document is short enough that its pairs are the verifier's to decide
+        (fewer than ``short_tokens`` tokens): no linking stage accepts such a pair on its hash."""
+        return self.token_counts(docs) < self.config.short_tokens
+
+    def in_range(self, docs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Whether the model reads all of each document: at most its ``max_tokens`` tokens and
+        ``max_chars`` characters (code points: a close bound on its bytes for mostly-ASCII text).
+        Only pairs of two such documents are asked of it outside the deferral (the cover check):
+        past that it would judge a long text by its first kilobyte."""
+        mc = self.model_.config
+        return (self.token_counts(docs) <= mc.max_tokens) & (np.asarray(lengths)[np.asarray(docs, np.int64)]
+                                                             <= mc.max_chars)
+
     def deferral(self, rows: np.ndarray) -> Deferral:
         """What the linking stages hand over: pairs with a document of ``rows`` shorter than
         ``short_tokens`` tokens whose estimate reaches ``min_hash_score``."""
@@ -258,8 +281,9 @@ class VerifierStage:
 
     def verify_pairs(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]) -> np.ndarray:
         """Whether the verifier accepts each pair ``(a[i], b[i])`` (global indices), by the same
-        screen, model and threshold as :meth:`decide`, whatever the documents' lengths. The
-        cover check asks it about removals that no accepted pair covers directly."""
+        screen, model, threshold and per-pair dropout seeds as :meth:`decide`. The cover check
+        asks it about removals that no accepted pair covers directly, for pairs within
+        :meth:`in_range` only."""
         return self.verify_pairs_scored(a, b, read_texts)[0]
 
     def verify_pairs_scored(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]

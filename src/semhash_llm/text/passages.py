@@ -16,15 +16,16 @@ Cutting (on the original text, so offsets are code-point offsets into it)
 2. **Paragraphs** are separated by a blank line (two line breaks with only whitespace
    between, ``\\r\\n`` counting as one), a form feed or U+2029. Nothing is merged across
    paragraphs.
-3. **Grouping.** A sentence with fewer than ``min_words`` tokens merges with the next one:
-   a group closes after the first sentence that by itself has ``min_words`` tokens or
-   more. Short sentences at the end of a paragraph join the paragraph's previous group;
-   a paragraph with fewer than ``min_words`` tokens in all is one passage (so a text of one
-   short sentence is one passage). A group without tokens (a line of ``***``, emoji only)
-   is no passage. The rule is local on purpose: where a group ends depends only on the
-   sentence that ends it, so an excerpt that starts at another sentence than its parent is
-   misaligned for at most one group, never for the rest of the paragraph (greedy
-   "accumulate to ``min_words``" would shift every later group).
+3. **Grouping.** A sentence with ``min_words`` tokens or more is a group of its own; the
+   sentences with fewer between two of them (or between one and the paragraph's start or
+   end) form one group together, which may be shorter than ``min_words`` (so a text of one
+   short sentence is one passage). A short sentence never joins a long one: a long sentence
+   that recurs in many documents keeps one key wherever it sits, whatever short sentence
+   (a dateline, "Read more.") its host puts beside it. A group without tokens (a line of
+   ``***``, emoji only) is no passage. The rule is local on purpose: where a group ends
+   depends only on the sentences beside it, so an excerpt that starts at another sentence
+   than its parent is misaligned for at most one group, never for the rest of the paragraph
+   (greedy "accumulate to ``min_words``" would shift every later group).
 4. **Windows.** A group of more than ``max_words`` tokens (a long sentence, CJK or OCR text
    without punctuation, a list of short lines) is covered by overlapping windows of
    ``window`` tokens instead. Windows start at *content-defined anchors*, chosen by
@@ -472,15 +473,20 @@ def _segment_doc(
                     pos = _emit_group(sen_t0[prev0], sen_t1[prev1 - 1], sen_s[prev0], sen_e[prev1 - 1],
                                       tok_s, tok_e, cps, lo, fold, max_words, window, winnow,
                                       out_start, out_end, out_kind, pos)
-                prev0 = g0
+                if g0 < q:  # the run of short sentences before this one: a group of its own
+                    pos = _emit_group(sen_t0[g0], sen_t1[q - 1], sen_s[g0], sen_e[q - 1],
+                                      tok_s, tok_e, cps, lo, fold, max_words, window, winnow,
+                                      out_start, out_end, out_kind, pos)
+                prev0 = q
                 prev1 = q + 1
                 g0 = q + 1
-        if g0 < e:  # short sentences at the paragraph end join the previous group
+        if g0 < e:  # short sentences at the paragraph end: a group of their own too
             if prev0 >= 0:
-                prev1 = e
-            else:
-                prev0 = g0
-                prev1 = e
+                pos = _emit_group(sen_t0[prev0], sen_t1[prev1 - 1], sen_s[prev0], sen_e[prev1 - 1],
+                                  tok_s, tok_e, cps, lo, fold, max_words, window, winnow,
+                                  out_start, out_end, out_kind, pos)
+            prev0 = g0
+            prev1 = e
         if prev0 >= 0:
             pos = _emit_group(sen_t0[prev0], sen_t1[prev1 - 1], sen_s[prev0], sen_e[prev1 - 1],
                               tok_s, tok_e, cps, lo, fold, max_words, window, winnow,
@@ -1025,7 +1031,7 @@ def passages_batch(
 
     Args:
         texts: the original texts; offsets index into them.
-        min_words: a sentence with fewer tokens merges with the next (>= 1).
+        min_words: a sentence with fewer tokens groups with its short neighbours, never with a longer one (>= 1).
         max_words: a group with more tokens is cut into windows (>= ``window``).
         window: tokens per window (>= 4).
         stride: mean distance between window anchors, in tokens (1 .. ``window``); the
