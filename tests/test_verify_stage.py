@@ -100,7 +100,8 @@ def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: 
     no_edges = Edges(np.array([3]), np.array([0]), np.array([0.9], np.float32), np.array([6], np.uint8))
     for threshold, expected in ((0.0, [True, False, True]), (1.0, [False, False, True])):
         stage = VerifierStage(VerifierConfig(model_path=str(tiny_model), threshold=threshold))
-        covers, evidence = _cover_fn({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts)
+        covers, evidence = _cover_fn({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts,
+                                     np.array([len(t) for t in texts]))
         # 1 vs 0: a typo copy (verifier decides); 2 vs 0: nothing shared (screened out); 3 vs 0: an accepted pair.
         assert covers(np.array([1, 2, 3]), np.array([0, 0, 0])).tolist() == expected
         # what covered each pair labels a removal the check left without a path of edges
@@ -113,3 +114,31 @@ def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: 
         covers(np.array([1, 2]), np.array([0, 0]))
         assert len(calls) == asked  # each pair is read once
         assert stage.cover_pairs_ == 2
+
+
+def test_a_verdict_does_not_depend_on_the_batch_it_sits_in() -> None:
+    """Issue 24.8: MC-dropout masks are seeded per pair from its texts, so a pair's mean and
+    variance are the same alone, among other pairs, at any position, in any batch size — and the
+    same whether decide or the cover check asks (either order of the pair)."""
+    from semhash_llm.config import VerifierConfig
+    from semhash_llm.stages.verify import VerifierStage
+
+    texts = [QUESTION, QUESTION.replace("interview", "intervew"), "How do I cook rice in a pot?",
+             "How do I cook rice in a pan?", RECORDS[3]["text"], QUESTION + " Thanks."]
+    alone = VerifierStage(VerifierConfig(batch_size=1))
+    m1, v1 = alone._predict(texts, np.array([0]), np.array([1]))
+    crowd = VerifierStage(VerifierConfig(batch_size=4))
+    ia, ib = np.array([2, 4, 0, 5, 3]), np.array([3, 5, 1, 0, 2])
+    m2, v2 = crowd._predict(texts, ia, ib)
+    assert m2[2] == pytest.approx(m1[0], abs=1e-6) and v2[2] == pytest.approx(v1[0], abs=1e-6)
+    # the cover check and decide ask in either order: one verdict
+    read = lambda d: [texts[int(i)] for i in d]  # noqa: E731
+    _, p_ab = crowd.verify_pairs_scored(np.array([0, 2]), np.array([1, 3]), read)
+    _, p_ba = crowd.verify_pairs_scored(np.array([3, 1]), np.array([2, 0]), read)
+    assert p_ab.tolist() == pytest.approx(p_ba[::-1].tolist(), abs=1e-6)
+    # and it is not the same mask for every pair (seeds differ per pair)
+    from semhash_llm.verify.mgfn import dropout_masks
+
+    masks = dropout_masks(np.array([1, 2], dtype=np.uint64), 4, (128,), 0.1)[0]
+    assert masks.shape == (4, 2, 128) and not bool((masks[:, 0] == masks[:, 1]).all())
+    assert abs(float(masks.mean()) - 0.9) < 0.05
