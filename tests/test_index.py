@@ -123,3 +123,27 @@ def test_index_build_killed_midway_leaves_the_index_as_it_was(tmp_path: Path) ->
     assert res.returncode == 0, res.stderr
     assert DocumentIndex.open(tmp_path / "idx").num_documents == 20 + len(records)
     assert not list((tmp_path / "idx").glob(".tmp-*"))
+
+
+def test_the_feature_fingerprint_follows_the_student_contents_and_the_version(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24.9: a student retrained in place (same path, other weights) or an upgrade is
+    another index: its codes must not be mixed with the indexed ones."""
+    import shutil
+
+    import semhash_llm.fingerprint as fp
+    from semhash_llm.config import PipelineConfig
+    from semhash_llm.index import feature_fingerprint
+    from semhash_llm.sph.student import ASSETS_DIR
+
+    student = tmp_path / "student"
+    shutil.copytree(ASSETS_DIR / "student", student)
+    cfg = PipelineConfig.from_dict({"sph": {"student_path": str(student)}})
+    first = feature_fingerprint(cfg)
+    assert feature_fingerprint(cfg) == first
+    meta = student / "student.json"
+    meta.write_text(meta.read_text() + " ")  # retrained in place: other bytes at the same path
+    second = feature_fingerprint(cfg)
+    assert second != first
+    monkeypatch.setattr(fp, "__version__", "99.0.0")
+    assert feature_fingerprint(cfg) != second
