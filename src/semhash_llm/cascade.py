@@ -697,7 +697,9 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
     * the pair's hash estimate passes a linking stage's own bar, on the signatures that stage
       confirms on: ``lsh`` at ``minhash.threshold`` (on AW-MinHash's weighted signatures when both
       documents have one, as its confirmation does), ``aw`` at ``aw.threshold`` on the weighted
-      signatures (never for a document AW-MinHash marked as templated: its chrome rule), ``sph`` at
+      signatures — for a page AW-MinHash marked as templated on what its re-check reads (the
+      re-read texts without their recurring lines, :meth:`AWMinHashStage.template_scores`),
+      never on the estimate: its chrome rule —, ``sph`` at
       ``sph.min_jaccard`` only for codes within its Hamming radius;
     * the document's weighted content is held by the keeper (:func:`weighted_containment` of
       their AW-MinHash signatures at least ``SelectConfig.cover_containment``), or a chain of
@@ -728,9 +730,9 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
         aw_sigs, rows = aw_stage.signatures()
         aw_where[rows] = np.arange(rows.size, dtype=np.int64)
         aw_mass = aw_stage.masses() if cfg.select.cover_containment < 1.0 else None
-        marks = getattr(aw_stage, "templated_docs", None)
-        if callable(marks):
-            aw_templated[np.asarray(marks(), dtype=np.int64)] = True
+        # AW-MinHash's chrome rule: a templated page is linked only after its re-check without its
+        # recurring lines, never on its weighted estimate; so it is never covered by one either.
+        aw_templated[rows[aw_stage.templated()]] = True
     mh_sigs: np.ndarray | None = None
     mh_where = np.full(n, -1, dtype=np.int64)
     lsh_stage = stages.get("lsh")
@@ -782,6 +784,7 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
                                     edges.score[contained].tolist()):
         contained_score[(child, parent)] = float(score)
     verdicts: dict[int, bool] = {}
+    template_said: dict[int, tuple[float, float]] = {}
 
     verifier_p: dict[int, float] = {}
 
@@ -815,8 +818,23 @@ def _cover_fn(stages: dict[str, Stage], edges: Edges, n: int, cfg: PipelineConfi
                 if aw_mass is not None:
                     held = weighted_containment(same, aw_mass[wd[both]], aw_mass[wk[both]], aw_sigs.shape[1])
                     hit |= (held >= cfg.select.cover_containment) & ~chrome
+                score = same.astype(np.float64)
+                if chrome.any() and read_texts is not None and isinstance(aw_stage, AWMinHashStage):
+                    # A templated page: what AW-MinHash's re-check reads, without the recurring lines.
+                    ask = np.flatnonzero(chrome)
+                    keys = class_keys[at[ask]]
+                    new_keys = np.unique(keys[np.array([k not in template_said for k in keys.tolist()],
+                                                       dtype=np.bool_)])
+                    if new_keys.size:
+                        jac, held_t, _ = aw_stage.template_scores(new_keys // n, new_keys % n, read_texts)
+                        template_said.update(zip(new_keys.tolist(), zip(jac.tolist(), held_t.tolist())))
+                    for j, key in zip(ask.tolist(), keys.tolist()):
+                        jac_k, held_k = template_said[key]
+                        if jac_k >= cfg.aw.threshold - 1e-9 or held_k >= cfg.select.cover_containment:
+                            hit[j] = True
+                            score[j] = jac_k
                 for j in np.flatnonzero(hit).tolist():
-                    evidence[int(pair_keys[at[j]])] = (AW_EDGE_KIND, float(same[j]))
+                    evidence[int(pair_keys[at[j]])] = (AW_EDGE_KIND, float(score[j]))
                 ok[at[hit]] = True
         if mh_sigs is not None:
             md, mk = mh_where[rd], mh_where[rk]

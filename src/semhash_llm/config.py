@@ -262,6 +262,17 @@ class AWConfig:
     in. A candidate is accepted when its weighted Jaccard estimate reaches ``threshold``. With
     the stage on, the ``lsh`` and ``sph`` stages confirm their candidates on these signatures too
     (``confirm``), for every pair of two weighted documents: shared page chrome confirms nothing.
+
+    Chrome of long lines (a site's headline lists read like prose, so the line cue weighs them
+    fully) is caught by *line document frequency*: every line of at least ``line_midpoint``
+    tokens is counted once per weighted document in a count-min sketch of ``4 × 2**line_df_bits``
+    counters (16 MiB at 20 bits; raise it when the report's ``line_df_load`` passes 1). A line
+    is *recurring* for a document when it is in at least ``template_df - 1`` more documents than
+    the document's own rarest line (its copies: a cluster of three copies is no template). A
+    document whose weight lies for at least ``template_share`` on recurring lines is
+    *templated*: a pair with one is not linked on its signature estimate but re-read, its
+    recurring lines dropped from both texts, and linked when the exact weighted Jaccard of what
+    is left reaches ``threshold``. ``template_df=0`` turns this off.
     """
 
     enabled: bool = True
@@ -281,6 +292,9 @@ class AWConfig:
     line_midpoint: float = 8.0
     line_scale: float = 2.0
     seed: int = 1
+    template_df: int = 3
+    template_share: float = 0.2
+    line_df_bits: int = 20
 
     def __post_init__(self) -> None:
         owner = "AWConfig"
@@ -312,6 +326,13 @@ class AWConfig:
         _check_float(owner, "line_midpoint", self.line_midpoint, 0.0, 1000.0)
         _check_float(owner, "line_scale", self.line_scale, 0.0, 1000.0, lo_open=True)
         _check_int(owner, "seed", self.seed, 0, 2**31 - 1)
+        _check_int(owner, "template_df", self.template_df, 0, 1_000_000_000)
+        if self.template_df == 1:
+            _fail(owner, "template_df", "0 (no template check) or an int in [2, 1000000000]", self.template_df,
+                  "A line is in at least one document, so 1 would call every line recurring; give 3 (the default: "
+                  "a line in three documents beyond a document's own copies is chrome) or 0 to turn the check off.")
+        _check_float(owner, "template_share", self.template_share, 0.0, 1.0, lo_open=True)
+        _check_int(owner, "line_df_bits", self.line_df_bits, 10, 30)
 
 
 @dataclass(frozen=True)

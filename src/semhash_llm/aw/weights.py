@@ -20,6 +20,12 @@ not train shipped weights. A document whose lines are all short (a list, a tweet
 penalised against itself: the scaling to mean 1 keeps its shingles' relative weights, and
 weighted Jaccard compares two documents' weights, not absolute values.
 
+Two helpers serve the stage's line document frequencies (page chrome that recurs across a site's
+pages, :mod:`semhash_llm.stages.weighted`): :func:`line_weights`, each line's share of the
+weighted shingles (a shingle counts on the line of its first token), and
+:func:`shingle_span_max`, the largest per-token value (a line's document frequency) over each
+shingle's tokens, to drop the shingles that touch a recurring line.
+
 Measured on 20,000 synthetic documents of ~1.8 KB (281 shingles each, 2 cores): lines,
 importance and weighted shingles at 24,064 documents/s; their ICWS signatures (128 slots) at
 10,470 documents/s.
@@ -33,7 +39,7 @@ import numpy as np
 from semhash_llm.text.lines import LineBatch
 from semhash_llm.text.tokenize import TokenizedBatch, doc_shingles
 
-__all__ = ["line_cue", "line_cue_importance", "mean_one", "weighted_shingles"]
+__all__ = ["line_cue", "line_cue_importance", "line_weights", "mean_one", "shingle_span_max", "weighted_shingles"]
 
 
 def _line_logistic(tokens: TokenizedBatch, lines: LineBatch, midpoint: float, scale: float, caller: str) -> np.ndarray:
@@ -114,3 +120,53 @@ def weighted_shingles(tokens: TokenizedBatch, importance: np.ndarray,
     rank = np.arange(features.size) - np.repeat(tokens.tok_offsets[:-1], ntok)
     keep = rank < np.repeat(counts, ntok)
     return offsets, features[keep], weights[keep]
+
+
+def line_weights(tokens: TokenizedBatch, lines: LineBatch, offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weight of every line of the batch (float64, one per line of ``lines``): the sum of the
+    weights of the shingles that start on it (shingle ``j`` of a document starts at its token ``j``;
+    ``(offsets, weights)`` as :func:`weighted_shingles` returns them for these tokens)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    weights = np.asarray(weights)
+    ntok = np.diff(tokens.tok_offsets)
+    if offsets.shape != tokens.tok_offsets.shape or weights.shape != (int(offsets[-1]),) \
+            or np.any(np.diff(offsets) > ntok):
+        raise ValueError("line_weights needs the (offsets, weights) of weighted_shingles on these tokens: "
+                         f"{offsets.size - 1} documents and {weights.size} weights for {ntok.size} documents")
+    if lines.tok_line.shape != tokens.tok_hashes.shape:
+        raise ValueError(f"line_weights: the lines were not computed from these tokens "
+                         f"({lines.tok_line.size} token lines for {tokens.tok_hashes.size} tokens)")
+    per_doc = np.diff(offsets)
+    doc = np.repeat(np.arange(per_doc.size), per_doc)
+    start = tokens.tok_offsets[doc] + (np.arange(weights.size) - offsets[doc])
+    return np.bincount(lines.tok_line[start], weights=weights.astype(np.float64), minlength=lines.tokens.size)
+
+
+@nb.njit(cache=True)
+def _span_max(tok_offsets: np.ndarray, offsets: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+    for d in range(tok_offsets.shape[0] - 1):
+        s = tok_offsets[d]
+        k = offsets[d + 1] - offsets[d]
+        if k == 0:
+            continue
+        width = tok_offsets[d + 1] - s - k + 1
+        for j in range(k):
+            m = values[s + j]
+            for q in range(1, width):
+                if values[s + j + q] > m:
+                    m = values[s + j + q]
+            out[offsets[d] + j] = m
+
+
+def shingle_span_max(tokens: TokenizedBatch, offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For every shingle of ``offsets`` (as :func:`weighted_shingles` returns them for these tokens),
+    the largest of the per-token ``values`` (int64, one per token) over the tokens it spans."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    if values.shape != tokens.tok_hashes.shape:
+        raise ValueError(f"shingle_span_max needs one value per token: {values.size} for {tokens.tok_hashes.size}")
+    if offsets.shape != tokens.tok_offsets.shape or np.any(np.diff(offsets) > np.diff(tokens.tok_offsets)):
+        raise ValueError("shingle_span_max needs the offsets of weighted_shingles on these tokens")
+    out = np.zeros(int(offsets[-1]), dtype=np.int64)
+    _span_max(tokens.tok_offsets, offsets, values, out)
+    return out

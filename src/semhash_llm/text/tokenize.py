@@ -282,25 +282,23 @@ def tokenize_batch(
 
 
 def tokens(text: str, config: NormalizeConfig | None = None) -> list[str]:
-    """The tokens of ``text`` after normalization, as strings (for inspection and tests)."""
+    """The tokens of ``text`` after normalization, as strings: runs of word characters, and each
+    other non-separator character on its own (vectorized over code points)."""
     cfg = config or NormalizeConfig()
     norm = normalize(text, cfg)
+    if not norm:
+        return []
     classes = char_classes(cfg.strip_punctuation)
-    out: list[str] = []
-    word: list[str] = []
-    for ch in norm:
-        c = classes[ord(ch)]
-        if c == CharClass.WORD:
-            word.append(ch)
-            continue
-        if word:
-            out.append("".join(word))
-            word = []
-        if c != CharClass.SEPARATOR:
-            out.append(ch)
-    if word:
-        out.append("".join(word))
-    return out
+    cls = classes[np.frombuffer(norm.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32)]
+    word = cls == CharClass.WORD
+    single = (cls != CharClass.SEPARATOR) & ~word
+    starts_w = np.flatnonzero(word & ~np.r_[False, word[:-1]])
+    ends_w = np.flatnonzero(word & ~np.r_[word[1:], False]) + 1
+    starts_s = np.flatnonzero(single)
+    starts = np.concatenate([starts_w, starts_s])
+    ends = np.concatenate([ends_w, starts_s + 1])
+    order = np.argsort(starts, kind="stable")
+    return [norm[a:b] for a, b in zip(starts[order].tolist(), ends[order].tolist())]
 
 
 def shingle_hashes(
