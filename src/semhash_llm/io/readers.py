@@ -31,13 +31,16 @@ import glob as _glob
 import gzip
 import json
 import logging
+import functools
 import math
+import mmap
 import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Collection, Iterator, Literal, Sequence
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -881,14 +884,87 @@ def _changed_error(f: InputFile, ordinal: int, why: str) -> InputError:
         line=ordinal, unit=f.unit)
 
 
+@functools.lru_cache(maxsize=64)
+def _line_ends(path: str, size: int, mtime_ns: int) -> np.ndarray:
+    """Byte offsets of every line break of a plain (uncompressed) JSON Lines file, found once per
+    file version (path, size, modification time) and kept: line ``k`` (1-based, as
+    :func:`iter_json_lines` numbers them) spans ``[ends[k-2] + 1, ends[k-1])``."""
+    with open(path, "rb") as fh:
+        if size == 0:
+            return np.zeros(0, np.int64)
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            ends = np.flatnonzero(np.frombuffer(mm, dtype=np.uint8) == 0x0A).astype(np.int64)
+    if ends.size == 0 or ends[-1] != size - 1:
+        ends = np.append(ends, size)  # a last line without a line break
+    return ends
+
+
+def _wanted_json_lines(f: InputFile, wanted: Collection[int]) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line, value, error)`` of just the ``wanted`` lines of a JSON Lines file, in line order:
+    a plain file is read at the lines' byte offsets (one scan for its line breaks per file
+    version, then seeks); a compressed one in one pass that parses only the wanted lines."""
+    want = sorted(set(int(o) for o in wanted))
+    if not want:
+        return
+    if _compression(f.path) is None:
+        try:
+            st = f.path.stat()
+            ends = _line_ends(str(f.path), st.st_size, st.st_mtime_ns)
+        except OSError as exc:
+            raise InputError(str(f.path), f"cannot open: {exc.strerror or exc}") from None
+        with open(f.path, "rb") as fh:
+            for line in want:
+                if line < 1 or line > ends.size:
+                    yield line, None, "the line is past the end of the file"
+                    continue
+                start = int(ends[line - 2]) + 1 if line >= 2 else 0
+                fh.seek(start)
+                raw = fh.read(int(ends[line - 1]) - start)
+                yield (line, *_parse_line(raw))
+        return
+    targets = set(want)
+    for line_no, raw in iter_json_lines(f.path):
+        if line_no in targets:
+            yield (line_no, *_parse_line(raw))
+
+
+def _parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """One JSON line: ``(value, None)`` or ``(None, why it is unusable)``."""
+    if not raw.strip():
+        return None, "the line is blank"
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as exc:
+        reason = "invalid UTF-8" if "utf-8" in str(exc).lower() else "invalid JSON"
+        return None, f"{reason}: {exc}"
+
+
 def read_records(f: InputFile, cfg: ReaderConfig,
                  wanted: Collection[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(ordinal, full record)`` of one shard (the second pass, to write the kept documents).
 
     Records that the first pass flagged as bad are passed over. With ``wanted`` (the ordinals
     the first pass accepted and the caller needs), a wanted record that can no longer be parsed,
-    or that lies past a truncated end, is an :class:`InputError` naming the file and line.
+    or that lies past a truncated end, is an :class:`InputError` naming the file and line; and
+    only the wanted records are read: a plain JSON Lines file at their byte offsets, a
+    compressed one parsing only the wanted lines, a Parquet file only the row groups that hold
+    them (the candidate texts of the verifier, the cover check, the fragments and the Bloom
+    repair are re-read this way, never by scanning whole files).
     """
+    if f.kind == "jsonl" and wanted is not None:
+        seen = 0
+        try:
+            for ordinal, value, error in _wanted_json_lines(f, wanted):
+                if error is None and isinstance(value, dict):
+                    seen += 1
+                    yield ordinal, value
+                else:
+                    raise _changed_error(f, ordinal, error or _not_an_object(f, value))
+        except UnreadableTailError as exc:
+            lost = [o for o in wanted if exc.line is not None and o >= exc.line]
+            if lost:
+                raise _changed_error(f, min(lost), exc.skip_reason) from None
+        return
     if f.kind in ("jsonl", "json"):
         try:
             for ordinal, value, error in _parsed_objects(f):
@@ -902,8 +978,39 @@ def read_records(f: InputFile, cfg: ReaderConfig,
             if lost:
                 raise _changed_error(f, min(lost), exc.skip_reason) from None
         return
+    if f.kind == "parquet" and wanted is not None:
+        yield from _wanted_parquet_rows(f, wanted)
+        return
+    want = None if wanted is None else np.unique(np.fromiter((int(o) for o in wanted), dtype=np.int64))
     row = 0
     for rb in iter_table_batches(f.path, f.kind, cfg.batch_size):
-        for i, rec in enumerate(rb.to_pylist()):
-            yield row + i, rec
+        if want is None:
+            for i, rec in enumerate(rb.to_pylist()):
+                yield row + i, rec
+        else:  # only the wanted rows of each batch become Python objects
+            lo, hi = np.searchsorted(want, [row, row + rb.num_rows])
+            local = want[lo:hi] - row
+            if local.size:
+                for o, rec in zip((local + row).tolist(), rb.take(pa.array(local)).to_pylist()):
+                    yield o, rec
         row += rb.num_rows
+
+
+def _wanted_parquet_rows(f: InputFile, wanted: Collection[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The wanted rows of a Parquet file, reading only the row groups that hold them."""
+    want = np.unique(np.fromiter((int(o) for o in wanted), dtype=np.int64))
+    try:
+        pf = pq.ParquetFile(f.path)
+        sizes = np.array([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        if want.size and (want[0] < 0 or want[-1] >= starts[-1]):
+            bad = int(want[want >= starts[-1]][0]) if want[-1] >= starts[-1] else int(want[0])
+            raise _changed_error(f, bad, f"the file has {int(starts[-1])} rows")
+        group = np.searchsorted(starts, want, side="right") - 1
+        for g in np.unique(group).tolist():
+            local = want[group == g] - starts[g]
+            table = pf.read_row_group(g)
+            for o, rec in zip((local + starts[g]).tolist(), table.take(pa.array(local)).to_pylist()):
+                yield o, rec
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(str(f.path), f"cannot read as Parquet: {exc}") from None
