@@ -71,3 +71,58 @@ def test_screen_pairs_equals_char_jaccard_in_bounded_chunks() -> None:
         assert char_trigram_codes(t).size == len(char_trigrams(t))
     with pytest.raises(ValueError, match="left documents"):
         screen_pairs(read, a, b[:-1])
+
+
+# ---- issue 25: each difference classified, noise against meaning ---------------------------------
+
+from semhash_llm.verify.features import differences, fold_glyphs  # noqa: E402
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("the modern man", "the modern rnan"),        # rn / m
+    ("a little bird", "a 1ittle bird"),           # l / 1
+    ("the old house", "the o1d bouse"),           # l / 1 and h / b
+    ("he does love her", "he does love ehr"),     # two letters transposed
+    ("a quick test", "a quick tesr"),             # adjacent key
+])
+def test_a_glyph_or_keystroke_confusion_is_noise_not_another_word(a: str, b: str) -> None:
+    d = differences(a, b)
+    assert d.confusion >= 1 and d.substituted == 0 and d.inserted == 0
+
+
+def test_split_merged_and_hyphenated_words_are_noise() -> None:
+    assert differences("this desideratum is met", "this deside-ratum is met").split_merge == 1
+    d = differences("the cat sat on the mat", "the cat saton the mat")
+    assert d.split_merge == 1 and d.substituted == d.inserted == 0
+    assert differences("Hello, world.", "Hello world!!").punctuation_only
+
+
+def test_changes_of_meaning_are_classified_by_the_kind_of_token() -> None:
+    neg = differences("He is here today.", "He is not here today.")
+    assert neg.inserted == 1 and neg.negation == 1
+    num = differences("We paid 5 dollars for it.", "We paid 7 dollars for it.")
+    assert num.substituted == 1 and num.number == 2 and num.confusion == 0
+    name = differences("She flew to Paris last week.", "She flew to Berlin last week.")
+    assert name.substituted == 1 and name.name == 2
+    word = differences("the best way to learn golf", "the best way to learn tennis")
+    assert word.substituted == 1 and word.confusion == word.near == 0
+
+
+def test_fold_glyphs_folds_lookalikes_only() -> None:
+    assert fold_glyphs("rnodern") == fold_glyphs("modern")
+    assert fold_glyphs("ſtate") == fold_glyphs("state")
+    assert fold_glyphs("golf") != fold_glyphs("tennis")
+
+
+def test_noise_share_separates_a_noisy_copy_from_a_meaning_edit() -> None:
+    share = FEATURE_NAMES.index("noise_share")
+    f = pair_features(["What is the best way to learn golf in Spain?"] * 2,
+                      ["What is tbe best way to 1earn golf in Spain?", "What is the best way to learn tennis in Spain?"])
+    assert f[0, share] == 1.0 and f[1, share] == 0.0
+
+
+def test_older_weights_read_a_prefix_of_the_features() -> None:
+    full = pair_features(["a b c d"], ["a b x d"])
+    assert np.array_equal(pair_features(["a b c d"], ["a b x d"], width=13), full[:, :13])
+    with pytest.raises(ValueError, match="width"):
+        pair_features(["a"], ["a"], width=NUM_PAIR_FEATURES + 1)

@@ -142,3 +142,31 @@ def test_a_verdict_does_not_depend_on_the_batch_it_sits_in() -> None:
     masks = dropout_masks(np.array([1, 2], dtype=np.uint64), 4, (128,), 0.1)[0]
     assert masks.shape == (4, 2, 128) and not bool((masks[:, 0] == masks[:, 1]).all())
     assert abs(float(masks.mean()) - 0.9) < 0.05
+
+
+NOISY_BASE = ("The harbour committee will meet on Thursday evening to consider the new ferry timetable "
+              "and the proposal to close the northern pier during the winter storms.")
+NOISY_COPY = ("The harbovr committee wil meet on Thrusday evening to consdier the new ferry timetab1e "
+              "and the proposa1 to close the nortbern pier durinq the winter storrns.")
+
+
+def test_a_short_noisy_copy_is_proposed_by_the_character_net(tiny_model: Path) -> None:
+    # Every fifth word or so carries a slip: no word 5-gram survives, so no word band can propose the pair.
+    records = [{"id": "base", "text": NOISY_BASE}, {"id": "copy", "text": NOISY_COPY},
+               {"id": "other", "text": "A completely different sentence about the price of apples in autumn markets."}]
+
+    def run(**minhash: object) -> tuple[dict, dict]:
+        cfg = PipelineConfig.from_dict({"verifier": {"model_path": str(tiny_model), "threshold": 0.0},
+                                        "minhash": minhash, "sph": {"enabled": False}, "aw": {"enabled": False},
+                                        "passages": {"enabled": False}, "select": {"keep": "first"}})
+        res = deduplicate(records, cfg)
+        lsh = next(s for s in res.report["funnel"] if s["stage"] == "lsh")["details"]
+        return {r["id"]: r for r in res.documents.to_pylist()}, lsh
+
+    rows, lsh = run(short_max_chars=0)
+    assert rows["copy"]["action"] == "keep" and lsh["short_char_net"] == {"docs": 0}
+    rows, lsh = run()
+    net = lsh["short_char_net"]
+    assert net["docs"] == 3 and net["pairs_deferred"] >= 1
+    assert rows["copy"]["action"] == "remove" and rows["copy"]["decided_by"] == "verifier"
+    assert rows["other"]["action"] == "keep"

@@ -353,7 +353,8 @@ class VerifierStage:
         for s in range(0, ia.size, cfg.batch_size):
             feats = None
             if model.config.pair_features:
-                feats = torch.from_numpy(pair_features(ta[s: s + cfg.batch_size], tb[s: s + cfg.batch_size]))
+                feats = torch.from_numpy(pair_features(ta[s: s + cfg.batch_size], tb[s: s + cfg.batch_size],
+                                                         width=model.config.pair_features))
             m, v = model.mc_predict_fused(fused[slot_a[s: s + cfg.batch_size]], fused[slot_b[s: s + cfg.batch_size]],
                                           passes=cfg.mc_passes, features=feats, seeds=seeds[s: s + cfg.batch_size])
             means.append(m.numpy())

@@ -14,9 +14,11 @@ Positives (``label=1``), by the paper's duplicate types:
   link lines, a footer) made from the corpus vocabulary, different on each side;
 * ``B`` — a light copy: whitespace and case changes, a date line, and in texts of 64 words or
   more 1–3% of the words replaced (two in five are short texts of 120–300 characters);
-* ``C`` — a short snippet (80–300 characters) and a copy with character noise: OCR-like
-  confusions (``rn``/``m``, ``l``/``1``, ``O``/``0``…), swapped, dropped, doubled and inserted
-  letters, lost spaces (a third of the pairs have noise on both sides);
+* ``C`` — a short snippet (80–300 characters) and a noisy copy from the realistic noise model of
+  :mod:`semhash_llm.train.noise`: OCR glyph confusions (``h``/``b``, ``li``/``d``, ``rn``/``m``,
+  long s…), split and merged words, hyphenation, punctuation, keyboard typos and common
+  misspellings (a third of the pairs have noise on both sides; ``c_share`` times as many pairs as
+  each other type);
 * ``D`` — a text and a contiguous excerpt of it (30–70%), with a word or two changed;
 * ``E`` — a passage (150–400 characters) and another document it was planted into.
 
@@ -28,6 +30,8 @@ noise on top half the time, so that typos never excuse a real change):
 * ``word_replace`` — in a short text (40–200 characters, a question or a sentence), one or two
   content words replaced by other words of the corpus (QQP-like: "… in golf?" / "… in tennis?");
 * ``negation`` — a ``not`` added after an auxiliary, or removed;
+* ``number_change`` — a number, a number word or a year changed (``12`` / ``15``, ``three`` /
+  ``four``);
 * ``same_template`` — two different texts in one page template;
 * ``same_topic`` — two different passages of one document (one topic, other text);
 * ``shared_passage`` — one passage (a quote, a viral sentence) inside two different texts, neither
@@ -40,14 +44,19 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from semhash_llm.train.noise import noisy_copy, ocr_noise, typo_noise
 
 __all__ = ["TrainingPair", "POSITIVE_TYPES", "NEGATIVE_FAMILIES", "make_pairs", "PairGenerator"]
 
 POSITIVE_TYPES: tuple[str, ...] = ("A", "B", "C", "D", "E")
-NEGATIVE_FAMILIES: tuple[str, ...] = ("word_swap", "entity_swap", "word_replace", "negation", "same_template",
-                                      "same_topic", "shared_passage")
+NEGATIVE_FAMILIES: tuple[str, ...] = ("word_swap", "entity_swap", "word_replace", "negation", "number_change",
+                                      "same_template", "same_topic", "shared_passage")
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "twenty",
+                 "hundred", "thousand", "million", "first", "second", "third")
+_NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _AUX = re.compile(r"\b(is|are|was|were|can|could|will|would|should|does|did|has|have|had)\b( not)?",
@@ -70,7 +79,9 @@ class TrainingPair:
 class PairGenerator:
     """Transformations over one corpus of documents (see the module docstring)."""
 
-    def __init__(self, documents: Sequence[str], seed: int = 0) -> None:
+    def __init__(self, documents: Sequence[str], seed: int = 0,
+                 misspellings: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.misspellings = dict(misspellings or {})
         docs = [d for d in documents if isinstance(d, str) and len(d.split()) >= 30]
         if len(docs) < 4:
             raise ValueError(f"PairGenerator needs at least 4 documents of 30 words or more; got {len(docs)} of "
@@ -176,7 +187,12 @@ class PairGenerator:
     def _maybe_noisy(self, text: str) -> str:
         """Half the time, light character noise on top of a hard negative's real change: typos
         beside a swapped or replaced word do not make the pair a duplicate."""
-        return self._noise(text, self.rng.uniform(0.005, 0.02)) if self.rng.random() < 0.5 else text
+        if self.rng.random() >= 0.5:
+            return text
+        if self.rng.random() < 0.5:
+            return self._noise(text, self.rng.uniform(0.005, 0.02))
+        rate = self.rng.uniform(0.03, 0.12)
+        return typo_noise(ocr_noise(text, self.rng, rate), self.rng, rate, self.misspellings)
 
     # ------------------------------------------------------------------ pairs
 
@@ -190,8 +206,8 @@ class PairGenerator:
             return TrainingPair(text, self._light_copy(text), 1, "B")
         if kind == "C":
             text = self._passage(80, 300)
-            left = self._noise(text, self.rng.uniform(0.01, 0.05)) if self.rng.random() < 0.33 else text
-            return TrainingPair(left, self._noise(text, self.rng.uniform(0.02, 0.08)), 1, "C")
+            left = noisy_copy(text, self.rng, self.misspellings, max_cer=0.05) if self.rng.random() < 0.33 else text
+            return TrainingPair(left, noisy_copy(text, self.rng, self.misspellings), 1, "C")
         if kind == "D":
             text = self._passage(800, 2500)
             size = int(len(text) * self.rng.uniform(0.3, 0.7))
@@ -250,6 +266,27 @@ class PairGenerator:
                 flipped = m.group(1) if m.group(2) else m.group(1) + " not"
                 return TrainingPair(text, self._maybe_noisy(text[:m.start()] + flipped + text[m.end():]), 0, family)
             return self.negative("word_swap")
+        if family == "number_change":
+            text = self._passage(40, 300)
+            hits = list(_NUMBER.finditer(text))
+            if hits:
+                m = self.rng.choice(hits)
+                old = m.group(0)
+                if old.isdigit():
+                    new = old
+                    while new == old:
+                        new = str(max(0, int(old) + self.rng.choice((-10, -3, -2, -1, 1, 2, 3, 5, 10, 100))))
+                else:
+                    new = old
+                    while new.lower() == old.lower():
+                        new = self.rng.choice(_NUMBER_WORDS)
+                changed = text[:m.start()] + new + text[m.end():]
+                return TrainingPair(text, self._maybe_noisy(changed), 0, family)
+            # No number in the passage: add one where none was (a count or a year stated).
+            words = text.split(" ")
+            i = self.rng.randrange(len(words))
+            words.insert(i, str(self.rng.randint(2, 2024)))
+            return TrainingPair(text, self._maybe_noisy(" ".join(words)), 0, family)
         if family == "same_template":
             chrome = self._chrome()
             return TrainingPair(self._wrap(chrome, self._passage(200, 800)), self._wrap(chrome, self._passage(200, 800)),
@@ -273,12 +310,18 @@ class PairGenerator:
         raise ValueError(f"negative(): family must be one of {', '.join(NEGATIVE_FAMILIES)}; got {family!r}")
 
 
-def make_pairs(documents: Sequence[str], per_kind: int, seed: int = 0) -> list[TrainingPair]:
-    """``per_kind`` pairs of every positive type and every negative family, shuffled, deterministic."""
+def make_pairs(documents: Sequence[str], per_kind: int, seed: int = 0, c_share: int = 1,
+               misspellings: Mapping[str, Sequence[str]] | None = None) -> list[TrainingPair]:
+    """``per_kind`` pairs of every positive type and every negative family (``c_share`` times as
+    many of type C: noise comes in many more forms than the other types), shuffled,
+    deterministic. ``misspellings``: real misspellings for the C copies
+    (:func:`semhash_llm.train.noise.read_misspellings`)."""
     if per_kind < 1:
         raise ValueError(f"make_pairs needs per_kind >= 1; got {per_kind}")
-    gen = PairGenerator(documents, seed)
-    pairs = [gen.positive(k) for k in POSITIVE_TYPES for _ in range(per_kind)]
+    if c_share < 1:
+        raise ValueError(f"make_pairs needs c_share >= 1; got {c_share}")
+    gen = PairGenerator(documents, seed, misspellings)
+    pairs = [gen.positive(k) for k in POSITIVE_TYPES for _ in range(per_kind * (c_share if k == "C" else 1))]
     pairs += [gen.negative(f) for f in NEGATIVE_FAMILIES for _ in range(per_kind)]
     gen.rng.shuffle(pairs)
     return pairs

@@ -46,6 +46,7 @@ SCREEN = 0.3
 
 #: The duplicate type each hard-negative family imitates (its contrastive margin).
 IMITATES: dict[str, str] = {"word_swap": "B", "entity_swap": "B", "word_replace": "C", "negation": "C",
+                            "number_change": "C",
                             "same_template": "A", "same_topic": "D", "shared_passage": "E"}
 
 
@@ -53,8 +54,15 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
                    epochs: int = 3, batch_size: int = 64, lr: float = 2e-3, contrastive: float = 0.5,
                    mc_passes: int = 16, seed: int = 0, screen: float = SCREEN, target_precision: float = 0.95,
                    command: str = "",
-                   trained_on: str = "") -> dict[str, Any]:
+                   trained_on: str = "", c_share: int = 1, misspellings: dict[str, list[str]] | None = None,
+                   init: str | Path | None = None, freeze_encoder: bool = False) -> dict[str, Any]:
     """Train, evaluate and write the verifier; returns the report (module docstring).
+
+    ``init``: start from these weights (a ``verifier.safetensors``; the boundary network is
+    made afresh where its input width differs, e.g. after pair features were added).
+    ``freeze_encoder``: train only the projection head, the margins and the boundary network on
+    the frozen encoder's fused vectors (each text encoded once: many more pairs in the same
+    time). ``c_share`` and ``misspellings`` go to :func:`make_pairs`.
 
     Pairs whose character-trigram Jaccard is below ``screen`` are settled without the network
     in the cascade (:class:`semhash_llm.stages.verify.VerifierStage`), so they are left out of
@@ -63,7 +71,8 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
 
     from semhash_llm.sph.student import load_student
     from semhash_llm.verify.features import FEATURE_NAMES, NUM_PAIR_FEATURES, pair_features
-    from semhash_llm.verify.mgfn import CATEGORIES, MGFN, MGFNConfig, encode_texts, pair_seed, save_mgfn, text_digests
+    from semhash_llm.verify.mgfn import (CATEGORIES, MGFN, MGFNConfig, encode_texts, load_mgfn, pair_seed, save_mgfn,
+                                         text_digests)
 
     if not 0.0 < heldout < 0.5:
         raise ValueError(f"--heldout must be in (0, 0.5); got {heldout}")
@@ -80,6 +89,8 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
         (held_docs if digest / 2**64 < heldout else fit_docs).append(text)
     student = load_student()
     config = MGFNConfig(semantic_dim=student.dim, pair_features=NUM_PAIR_FEATURES)
+    if freeze_encoder and init is None:
+        raise ValueError("freeze_encoder needs init: the weights whose encoder is kept")
     cat = {k: i for i, k in enumerate(CATEGORIES)}
     screened: dict[str, int] = {}
     char3 = FEATURE_NAMES.index("char3_jaccard")
@@ -94,16 +105,43 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
         a_texts, b_texts = [p.a for p in pairs], [p.b for p in pairs]
         a = encode_texts(a_texts, config, semantic=student.encode(a_texts))
         b = encode_texts(b_texts, config, semantic=student.encode(b_texts))
+        if freeze_encoder:  # the fused vectors stand in for the inputs: the encoder never changes
+            a, b = fused(a), fused(b)
         y = torch.tensor([float(p.label) for p in pairs])
         c = torch.tensor([cat[p.kind] if p.kind in cat else cat[IMITATES[p.kind]] for p in pairs])
         return pairs, a, b, torch.from_numpy(feats[keep]), y, c
 
-    t0 = time.perf_counter()
-    fit_pairs, fa, fb, ff, fy, fc = tensors(make_pairs(fit_docs, per_kind, seed=seed))
-    held_pairs, ha, hb, hf, hy, _ = tensors(make_pairs(held_docs, max(10, int(per_kind * heldout)), seed=seed + 1))
-    encode_seconds = time.perf_counter() - t0
     model = MGFN(config)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    if init is not None:
+        start, _extra = load_mgfn(init)
+        own = model.state_dict()
+        kept = {k: v for k, v in start.state_dict().items() if k in own and own[k].shape == v.shape}
+        model.load_state_dict(kept, strict=False)
+        logger.info("verifier: started from %s (%d of %d tensors; made afresh: %s)", init, len(kept), len(own),
+                    sorted(set(own) - set(kept)))
+    model.eval()
+
+    def fused(batch: Any) -> Any:
+        with torch.no_grad():
+            return torch.cat([model.fuse(take(batch, slice(s, s + 512))) for s in range(0, batch.chars.shape[0], 512)])
+
+    def take(batch: Any, idx: Any) -> Any:
+        if isinstance(batch, torch.Tensor):
+            return batch[idx]
+        return type(batch)(batch.chars[idx], batch.tokens[idx], batch.semantic[idx], batch.traits[idx])
+
+    t0 = time.perf_counter()
+    fit_pairs, fa, fb, ff, fy, fc = tensors(make_pairs(fit_docs, per_kind, seed=seed, c_share=c_share,
+                                                       misspellings=misspellings))
+    held_pairs, ha, hb, hf, hy, _ = tensors(make_pairs(held_docs, max(10, int(per_kind * heldout)), seed=seed + 1,
+                                                       c_share=c_share, misspellings=misspellings))
+    encode_seconds = time.perf_counter() - t0
+    trained = [p for name, p in model.named_parameters()
+               if not freeze_encoder or name.startswith(("head.", "boundary.", "margin_raw"))]
+    opt = torch.optim.Adam(trained, lr=lr)
+
+    def encode(batch: Any) -> Any:
+        return model.project(batch) if freeze_encoder else model.encode(batch)
     n = len(fit_pairs)
     # More negative families than positive types: weigh the positives up to a balanced prior.
     pos_weight = (n - fy.sum()) / fy.sum().clamp(min=1.0)
@@ -111,16 +149,13 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
     t0 = time.perf_counter()
     losses: list[float] = []
 
-    def take(batch: Any, idx: Any) -> Any:
-        return type(batch)(batch.chars[idx], batch.tokens[idx], batch.semantic[idx], batch.traits[idx])
-
     for _epoch in range(epochs):
         model.train()
         order = torch.randperm(n, generator=gen)
         total = 0.0
         for s in range(0, n, batch_size):
             idx = order[s: s + batch_size]
-            u, v = model.encode(take(fa, idx)), model.encode(take(fb, idx))
+            u, v = encode(take(fa, idx)), encode(take(fb, idx))
             loss = torch.nn.functional.binary_cross_entropy_with_logits(model.logits(u, v, ff[idx]), fy[idx],
                                                                         pos_weight=pos_weight)
             loss = loss + contrastive * model.contrastive_loss(u, v, fy[idx], fc[idx])
@@ -134,12 +169,15 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
     model.eval()
     t0 = time.perf_counter()
     with torch.no_grad():
-        prob = model(ha, hb, hf).numpy()
+        prob = torch.sigmoid(model.logits(encode(ha), encode(hb), hf)).numpy()
     infer_seconds = time.perf_counter() - t0
     # Seeded per pair from its texts, as the verifier stage does: the calibration sees the masks
     # that inference will draw.
     seeds = pair_seed(text_digests([p.a for p in held_pairs]), text_digests([p.b for p in held_pairs]))
-    mean, var = model.mc_predict(ha, hb, passes=mc_passes, features=hf, seeds=seeds)
+    if freeze_encoder:
+        mean, var = model.mc_predict_fused(ha, hb, passes=mc_passes, features=hf, seeds=seeds)
+    else:
+        mean, var = model.mc_predict(ha, hb, passes=mc_passes, features=hf, seeds=seeds)
     y = hy.numpy().astype(np.int64)
     kinds = np.array([p.kind for p in held_pairs])
     wrong = ((mean.numpy() > 0.5).astype(np.int64) != y).astype(np.int64)
@@ -182,7 +220,8 @@ def train_verifier(documents: Sequence[str], out_dir: str | Path, per_kind: int 
     save_mgfn(model, out / "verifier.safetensors", extra={"screen": screen, "threshold": threshold})
     report = {
         "command": command, "trained_on": trained_on, "documents": {"fitting": len(fit_docs), "held_apart": len(held_docs)},
-        "config": {"per_kind": per_kind, "heldout": heldout, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+        "config": {"per_kind": per_kind, "c_share": c_share, "init": str(init) if init else None,
+                   "freeze_encoder": freeze_encoder, "misspellings": len(misspellings or {}), "heldout": heldout, "epochs": epochs, "batch_size": batch_size, "lr": lr,
                    "contrastive": contrastive, "mc_passes": mc_passes, "seed": seed, "screen": screen,
                    "target_precision": target_precision,
                    "model": asdict(config)},
@@ -254,6 +293,12 @@ def add_train_verifier_arguments(parser: argparse.ArgumentParser) -> argparse.Ar
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--target-precision", type=float, default=0.95,
                         help="the shipped decision threshold is the lowest whose held-apart precision reaches this")
+    parser.add_argument("--c-share", type=int, default=1, help="type C pairs per pair of each other type and family")
+    parser.add_argument("--misspellings", action="store_true",
+                        help="type C copies also use real misspellings: the training half of codespell's list under --data-dir")
+    parser.add_argument("--init", default=None, help="start from these verifier.safetensors")
+    parser.add_argument("--freeze-encoder", action="store_true",
+                        help="with --init: train only the projection head, margins and boundary network")
     parser.add_argument("--screen", type=float, default=SCREEN,
                         help="pairs below this character-trigram Jaccard are settled without the network (and not trained on)")
     return parser
@@ -262,13 +307,16 @@ def add_train_verifier_arguments(parser: argparse.ArgumentParser) -> argparse.Ar
 def run_train_verifier_command(args: argparse.Namespace) -> int:
     """Run ``semhash-llm train verifier`` from parsed arguments; 0 on success."""
     from semhash_llm.train.importance import training_documents
+    from semhash_llm.train.noise import read_misspellings
 
     documents, trained_on = training_documents(args.corpus, args.data_dir)
     command = "semhash-llm " + " ".join(sys.argv[1:]) if "verifier" in sys.argv else "train_verifier(...)"
     report = train_verifier(documents, args.out, per_kind=args.per_kind, heldout=args.heldout, epochs=args.epochs,
                             batch_size=args.batch_size, lr=args.lr, contrastive=args.contrastive, seed=args.seed, screen=args.screen,
                             target_precision=args.target_precision,
-                            command=command, trained_on=trained_on)
+                            command=command, trained_on=trained_on, c_share=args.c_share,
+                            misspellings=read_misspellings(args.data_dir) if args.misspellings else None,
+                            init=args.init, freeze_encoder=args.freeze_encoder)
     s = report["scores"]
     print(f"verifier -> {args.out}/verifier.safetensors; held-apart accuracy {s['accuracy']}, ROC AUC {s['roc_auc']}, "
           f"MC variance AUC for wrong answers {s['mc_variance_auc_for_wrong']}; {report['seconds']['train']} s training")

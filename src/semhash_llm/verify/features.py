@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 import numba as nb
 import numpy as np
 
-__all__ = ["FEATURE_NAMES", "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
+__all__ = ["FEATURE_NAMES", "differences", "Differences", "fold_glyphs", "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
            "char_trigrams", "char_trigram_codes", "screen_pairs"]
 
 FEATURE_NAMES: tuple[str, ...] = (
     "char3_jaccard", "word_jaccard", "bigram_jaccard", "order_agreement", "displaced_words",
     "typo_share", "changed_share", "changed_count", "changed_per_word", "changed_names_numbers",
     "negation_mismatch", "length_ratio", "log_words",
+    # The differences, each classified (:func:`differences`): noise on one side, meaning on the other.
+    "punctuation_only", "confusion_words", "near_words", "split_merge", "substituted_words", "inserted_words",
+    "changed_function", "changed_negation", "changed_number", "changed_name", "noise_share",
 )
 NUM_PAIR_FEATURES = len(FEATURE_NAMES)
 
@@ -235,14 +239,182 @@ def _one(a: str, b: str) -> list[float]:
         float(neg_a != neg_b),
         min(la, lb) / max(la, lb),
         float(np.log1p(min(len(wa), len(wb))) / 8.0),
+        *_difference_features(a, b),
     ]
 
 
-def pair_features(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-    """``(n, NUM_PAIR_FEATURES)`` float32 features of the pairs ``(a[i], b[i])`` (module docstring)."""
+# ---------------------------------------------------------------------------------------------
+# Differences, classified: OCR noise and typos against changes of meaning (issue 25)
+# ---------------------------------------------------------------------------------------------
+
+#: Glyphs that print or scan alike, folded to one representative: OCR reads one for the other.
+#: A word pair that is equal once folded is a glyph confusion, not another word. Ligatures and
+#: multi-glyph shapes first (``rn``/``m``, ``vv``/``w``, ``cl``/``d``), then single glyphs
+#: (``1``/``l``/``I``/``i``, ``0``/``o``, ``h``/``b``, ``n``/``u``, ``c``/``e``, long s), then the
+#: shapes ``d``, ``li``/``il`` and ``ll``/``U``, which by then all read ``ll``.
+_GLYPH_MULTI: tuple[tuple[str, str], ...] = (("ſ", "s"), ("ﬁ", "fi"), ("ﬂ", "fl"), ("rn", "m"), ("vv", "w"),
+                                              ("cl", "d"))
+_GLYPH_SINGLE = str.maketrans({"1": "l", "|": "l", "!": "l", "i": "l", "0": "o", "5": "s", "8": "b", "h": "b",
+                               "n": "u", "e": "c", "v": "u", "y": "u"})
+
+#: QWERTY neighbours: a typo slips to an adjacent key.
+_KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_NEIGHBOURS: dict[str, frozenset[str]] = {}
+for _r, _row in enumerate(_KEYBOARD_ROWS):
+    for _c, _ch in enumerate(_row):
+        _near: set[str] = set()
+        for _dr in (-1, 0, 1):
+            if 0 <= _r + _dr < len(_KEYBOARD_ROWS):
+                other = _KEYBOARD_ROWS[_r + _dr]
+                for _dc in (-1, 0, 1):
+                    if (_dr or _dc) and 0 <= _c + _dc < len(other):
+                        _near.add(other[_c + _dc])
+        _NEIGHBOURS[_ch] = frozenset(_near)
+
+_FUNCTION_WORDS = frozenset(
+    "a an the of to in on at by for from with without into onto over under about as and or but if then than "
+    "so that this these those there here it its is are was were be been being am do does did has have had will "
+    "would shall should can could may might must i you he she we they me him her us them my your his our their "
+    "what which who whom whose when where why how all any some each every more most less least very too also just "
+    "only up down out off again once".split())
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion first second third fourth fifth half double triple".split())
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def fold_glyphs(word: str) -> str:
+    """``word`` lower-cased with every look-alike glyph replaced by its representative
+    (:data:`_GLYPH_MULTI`, :data:`_GLYPH_SINGLE`)."""
+    w = word.lower()
+    for src, dst in _GLYPH_MULTI:
+        if src in w:
+            w = w.replace(src, dst)
+    return w.translate(_GLYPH_SINGLE).replace("d", "ll").replace("ll", "u")
+
+
+def _keyboard_or_transposed(a: str, b: str) -> bool:
+    """One keystroke apart: an adjacent-key substitution, two neighbours transposed, or a doubled
+    or dropped letter."""
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return b[diff[0]] in _NEIGHBOURS.get(a[diff[0]], frozenset())
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    if abs(len(a) - len(b)) == 1:
+        short, long_ = (a, b) if len(a) < len(b) else (b, a)
+        for i in range(len(long_)):
+            if long_[:i] + long_[i + 1:] == short:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class Differences:
+    """The word-level differences between two texts, by kind (:func:`differences`)."""
+
+    punctuation_only: bool
+    """The texts have the same words: only punctuation, spacing and case differ."""
+    confusion: int
+    """Words that differ by a glyph confusion (OCR) or one keystroke (a typo)."""
+    near: int
+    """Words within a small edit of each other that are not a known confusion (a misspelling)."""
+    split_merge: int
+    """Words split or merged (a lost or added space, hyphenation left in), their letters the same."""
+    substituted: int
+    """Words replaced by a word that is not a near spelling of it."""
+    inserted: int
+    """Words on one side only (inserted or deleted)."""
+    function: int
+    negation: int
+    number: int
+    name: int
+    """Of the substituted and inserted words: function words, negations, numbers, capitalised names."""
+
+
+def _kind_counts(words: Sequence[str], raw: Sequence[str]) -> tuple[int, int, int, int]:
+    function = negation = number = name = 0
+    for w, r in zip(words, raw):
+        if w in _NEGATIONS:
+            negation += 1
+        elif any(ch.isdigit() for ch in w) or w in _NUMBER_WORDS:
+            number += 1
+        elif r[:1].isupper():
+            name += 1
+        elif w in _FUNCTION_WORDS:
+            function += 1
+    return function, negation, number, name
+
+
+def differences(a: str, b: str) -> Differences:
+    """Align the words of ``a`` and ``b`` (difflib over lower-cased words) and classify each
+    difference: a within-word glyph or keyboard confusion or near spelling, a split or merge, as
+    against a whole-word substitution, insertion or deletion — and of the latter, what kind of
+    token changed (function word, negation, number, capitalised name)."""
+    raw_a = [t for t in _TOKEN.findall(a) if t[0].isalnum() or t[0] == "_"]
+    raw_b = [t for t in _TOKEN.findall(b) if t[0].isalnum() or t[0] == "_"]
+    wa, wb = [w.lower() for w in raw_a], [w.lower() for w in raw_b]
+    confusion = near = split = subst = ins = 0
+    changed: list[str] = []
+    changed_raw: list[str] = []
+    matcher = SequenceMatcher(None, wa, wb, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        left, right = wa[i1:i2], wb[j1:j2]
+        if left and right and "".join(left) == "".join(right):
+            split += max(len(left), len(right)) - 1 or 1
+            continue
+        if left and right and len(left) != len(right):
+            ja, jb = "".join(left), "".join(right)
+            if fold_glyphs(ja) == fold_glyphs(jb) or SequenceMatcher(None, ja, jb, autojunk=False).ratio() >= 0.85:
+                split += abs(len(left) - len(right))
+                near += 1
+                continue
+        n = min(len(left), len(right))
+        for k in range(n):
+            x, y = left[k], right[k]
+            if fold_glyphs(x) == fold_glyphs(y) or _keyboard_or_transposed(x, y):
+                confusion += 1
+            elif (min(len(x), len(y)) > 3 and abs(len(x) - len(y)) <= 2
+                  and SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.75):
+                near += 1
+            else:
+                subst += 1
+                changed += [x, y]
+                changed_raw += [raw_a[i1 + k], raw_b[j1 + k]]
+        extra_a, extra_b = left[n:], right[n:]
+        ins += len(extra_a) + len(extra_b)
+        changed += [*extra_a, *extra_b]
+        changed_raw += [*raw_a[i1 + n:i2], *raw_b[j1 + n:j2]]
+    function, negation, number, name = _kind_counts(changed, changed_raw)
+    return Differences(wa == wb, confusion, near, split, subst, ins,
+                       function, negation, number, name)
+
+
+def _difference_features(a: str, b: str) -> list[float]:
+    d = differences(a, b)
+    noise = d.confusion + d.near + d.split_merge
+    meaning = d.substituted + d.inserted
+
+    def log(x: int) -> float:
+        return float(np.log1p(x) / 3.0)
+
+    return [float(d.punctuation_only), log(d.confusion), log(d.near), log(d.split_merge), log(d.substituted),
+            log(d.inserted), log(d.function), log(d.negation), log(d.number), log(d.name),
+            noise / (noise + meaning) if noise + meaning else 1.0]
+
+
+def pair_features(a: Sequence[str], b: Sequence[str], width: int = NUM_PAIR_FEATURES) -> np.ndarray:
+    """``(n, width)`` float32 features of the pairs ``(a[i], b[i])`` (module docstring): the first
+    ``width`` of :data:`FEATURE_NAMES` (weights trained on fewer features read a prefix; new
+    features are only ever appended)."""
+    if not 0 <= width <= NUM_PAIR_FEATURES:
+        raise ValueError(f"pair_features: width must be in [0, {NUM_PAIR_FEATURES}]; got {width}")
     if len(a) != len(b):
         raise ValueError(f"pair_features: {len(a)} left texts but {len(b)} right texts")
     out = np.zeros((len(a), NUM_PAIR_FEATURES), dtype=np.float32)
     for i, (x, y) in enumerate(zip(a, b)):
         out[i] = _one(x, y)
-    return out
+    return np.ascontiguousarray(out[:, :width])
