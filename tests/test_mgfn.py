@@ -134,3 +134,23 @@ def test_train_verifier_writes_weights_report_and_card(tmp_path) -> None:
     assert scores == report["scores"] and 0.0 <= scores["accuracy"] <= 1.0
     assert set(scores["per_kind_accuracy"]) <= set(POSITIVE_TYPES) | set(NEGATIVE_FAMILIES)
     assert "synthetic test text" in (tmp_path / "MODEL_CARD.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_frozen_encoder_keeps_its_weights_and_the_boundary_learns(tmp_path) -> None:
+    import torch
+
+    from semhash_llm.train.verifier import train_verifier
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    train_verifier(_docs(1) + _docs(2), first, per_kind=6, epochs=1, trained_on="synthetic test text")
+    with pytest.raises(ValueError, match="init"):
+        train_verifier(_docs(1), second, per_kind=6, freeze_encoder=True)
+    report = train_verifier(_docs(1) + _docs(2), second, per_kind=6, epochs=2, c_share=2, seed=3,
+                            init=first / "verifier.safetensors", freeze_encoder=True)
+    a, _ = load_mgfn(first / "verifier.safetensors")
+    b, _ = load_mgfn(second / "verifier.safetensors")
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa if k.startswith(("char_", "convs.", "token_", "lstm.", "semantic.", "gate.")))
+    assert not torch.equal(sa["boundary.0.weight"], sb["boundary.0.weight"])
+    assert report["config"]["freeze_encoder"] and report["config"]["c_share"] == 2

@@ -5,10 +5,13 @@
    addresses), or the corpus files given. Each document goes whole to the fitting or the
    held-apart side (a hash of its text).
 2. Pairs: :func:`semhash_llm.train.pairs.make_pairs` on each side (other seeds): positives of
-   types A–E and hard negatives, balanced.
+   types A–E and hard negatives, balanced, with ``--c-share`` times as many type C pairs (noisy
+   copies from :mod:`semhash_llm.train.noise`; ``--misspellings`` adds the training half of
+   codespell's list).
 3. Inputs: bytes, hashed tokens, the shipped SPH student's embedding (the semantic level) and
    the document traits (:func:`semhash_llm.verify.mgfn.encode_texts`).
-4. Training: Adam on binary cross-entropy of the boundary network (positives weighted up to the
+4. Training (``--init W --freeze-encoder``: only the projection head, margins and boundary
+   network, on the frozen encoder of ``W``, each text encoded once): Adam on binary cross-entropy of the boundary network (positives weighted up to the
    negatives' count: a balanced prior) plus ``--contrastive`` times the contrastive loss
    (margins learned per type; a negative counts under the type it imitates). CPU, deterministic
    for a seed (single-threaded kernels where torch allows).
