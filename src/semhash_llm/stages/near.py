@@ -25,7 +25,7 @@ from semhash_llm.sketch.lsh import (
     optimal_lsh_params,
 )
 from semhash_llm.sketch.minhash import minhash_into, minhash_permutations, sign_documents
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation, deferral
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
@@ -134,10 +134,8 @@ class MinHashLSHStage:
             sigs, rows = self.signatures()
             confirm = confirmation(ctx, sigs, rows, self.config.threshold)
         edges = self.link(ctx.union_find.parent_, confirm)
-        details: dict[str, Any] = dict(self.stats())
-        details["short_char_net"] = self.link_short_chars(ctx)
-        details["pairs_deferred"] = self.deferred_.count
-        details["deferral_buffer_growths"] = self.deferred_.growths
+        short_net = self.link_short_chars(ctx, confirm)
+        details: dict[str, Any] = {**self.stats(), "short_char_net": short_net}
         if confirm is not None:
             details["docs_confirmed_on_aw_signatures"] = int(np.count_nonzero(confirm.alt_row >= 0))
         return Decision(edges, docs_in=self.num_signed, pairs_in=details["pairs_proposed"],
@@ -155,37 +153,45 @@ class MinHashLSHStage:
         n = sigs.shape[0]
         c = confirm or Confirmation.plain(sigs, min_equal_slots(self.config.threshold, self.config.num_perm))
         out = Edges.buffer(n, LSH_EDGE_KIND)
-        d = self.deferred_ = c.buffer
-        if self.bucketer is not None:
-            keys = np.stack([band_key_column(sigs, j, self.rows_per_band) for j in range(self.num_bands)], axis=1)
-            orders = self.bucketer(keys)
-        for j in range(self.num_bands):
-            if self.bucketer is not None:
+        self.deferred_ = c.buffer
+        self._walk_bands(c, rows, self.num_bands, self.rows_per_band, parent, out, self.counters_, self.bucketer)
+        k = int(self.counters_[2])
+        return out.head(k)
+
+    def _walk_bands(self, c: Confirmation, rows: np.ndarray, bands: int, width: int, parent: np.ndarray, out: Edges,
+                    counters: np.ndarray, bucketer: Callable[[np.ndarray], list[np.ndarray]] | None = None) -> None:
+        """Link the buckets of ``bands`` bands of ``width`` rows of ``c.sigs`` (of documents
+        ``rows``): accepted edges into ``out``, deferred pairs into ``c.buffer``."""
+        d = c.buffer
+        if bucketer is not None:
+            keys = np.stack([band_key_column(c.sigs, j, width) for j in range(bands)], axis=1)
+            orders = bucketer(keys)
+        for j in range(bands):
+            if bucketer is not None:
                 # Only rows of buckets of two or more, in the order a stable sort gives them:
                 # link_band walks the same buckets in the same order.
                 col, order = keys[:, j], orders[j]
             else:
-                col = band_key_column(sigs, j, self.rows_per_band)
+                col = band_key_column(c.sigs, j, width)
                 order = np.argsort(col, kind="stable")
             d.adopt(link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
-                      c.defer_share, rows, parent, self.config.max_bucket_size, out.a, out.b, out.score, self.counters_,
-                      d.a, d.b, d.score, d.counters))
-        k = int(self.counters_[2])
-        return out.head(k)
+                              c.defer_share, rows, parent, self.config.max_bucket_size, out.a, out.b, out.score, counters,
+                              d.a, d.b, d.score, d.counters))
 
-    def link_short_chars(self, ctx: DecideContext, chunk_docs: int = 65_536) -> dict[str, Any]:
+    def link_short_chars(self, ctx: DecideContext, confirm: Confirmation | None,
+                         chunk_docs: int = 65_536) -> dict[str, Any]:
         """The character net for short documents (:class:`~semhash_llm.config.MinHashConfig`):
-        their texts re-read, signed on character n-grams, banded; every candidate whose estimate
-        reaches ``short_threshold`` goes to the verifier's deferral buffer. Nothing is linked
-        here. Returns the funnel numbers (``{"docs": 0}`` when no verifier runs or the source
-        cannot be read again)."""
+        the documents ``confirm`` defers to the verifier (the word net's confirmation, rows as in
+        :meth:`signatures`) re-read, signed on character n-grams, banded; every candidate whose
+        estimate reaches ``short_threshold`` goes to the verifier's deferral buffer. Nothing is
+        linked here. Returns the funnel numbers (``{"docs": 0}`` when no verifier runs or the
+        source cannot be read again)."""
         cfg = self.config
         stats: dict[str, Any] = {"docs": 0}
-        if not cfg.short_max_chars or not self._chunks or ctx.read_texts is None:
+        if not cfg.short_max_chars or confirm is None or ctx.read_texts is None:
             return stats
         _sigs, rows = self.signatures()
-        offer = deferral(ctx, rows)
-        short = rows[offer.row]
+        short = rows[confirm.rows_to_defer]
         if short.size < 2:
             return stats
         short = np.sort(short)
@@ -212,16 +218,9 @@ class MinHashLSHStage:
         c = Confirmation(sigs, min_equal, sigs, min_equal, np.full(docs.size, -1, dtype=np.int64),
                          np.ones(docs.size, dtype=np.bool_), float(cfg.short_threshold), self.deferred_)
         counters = np.zeros(4, dtype=np.int64)
-        unused = Edges.buffer(0, LSH_EDGE_KIND)
         d = self.deferred_
         before = d.count
-        parent = ctx.union_find.parent_
-        for j in range(bands):
-            col = band_key_column(sigs, j, width)
-            order = np.argsort(col, kind="stable")
-            d.adopt(link_band(order, col, c.sigs, c.min_equal, c.alt_sigs, c.alt_min_equal, c.alt_row, c.rows_to_defer,
-                              c.defer_share, docs, parent, cfg.max_bucket_size, unused.a, unused.b, unused.score,
-                              counters, d.a, d.b, d.score, d.counters))
+        self._walk_bands(c, docs, bands, width, ctx.union_find.parent_, Edges.buffer(0, LSH_EDGE_KIND), counters)
         if int(counters[2]):
             raise RuntimeError("the character net linked a pair on its estimate; every pair of it is the verifier's")
         stats.update({"num_bands": bands, "rows_per_band": width, "pairs_proposed": int(counters[0]),

@@ -30,6 +30,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from semhash_llm.verify.features import KEYBOARD_NEIGHBOURS
+
 __all__ = ["GLYPH_CONFUSIONS", "ocr_noise", "typo_noise", "noisy_copy", "read_misspellings", "char_error_rate"]
 
 #: (printed, read as): each applies where the left side occurs in a word.
@@ -40,24 +42,7 @@ GLYPH_CONFUSIONS: tuple[tuple[str, str], ...] = (
     ("S", "5"), ("cl", "d"), ("d", "cl"), ("t", "f"), ("f", "t"), ("a", "o"), ("i", "l"), ("r", "t"),
 )
 _PUNCT_SWAPS = {".": ",", ",": ".", ";": ":", ":": ";", "'": "’", "’": "'", "!": "l", "?": "7"}
-_KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-
-
-def _neighbours() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for r, row in enumerate(_KEYBOARD_ROWS):
-        for c, ch in enumerate(row):
-            near = []
-            for dr in (-1, 0, 1):
-                if 0 <= r + dr < len(_KEYBOARD_ROWS):
-                    other = _KEYBOARD_ROWS[r + dr]
-                    near += [other[c + dc] for dc in (-1, 0, 1) if (dr or dc) and 0 <= c + dc < len(other)]
-            out[ch] = "".join(near)
-    return out
-
-
-_NEIGHBOURS = _neighbours()
 
 
 def _glyph(word: str, rng: random.Random) -> str:
@@ -110,7 +95,7 @@ def _keystroke(word: str, rng: random.Random) -> str:
     i = rng.choice(letters)
     op = rng.randrange(4)
     if op == 0:
-        near = _NEIGHBOURS.get(word[i].lower(), "")
+        near = KEYBOARD_NEIGHBOURS.get(word[i].lower(), "")
         if near:
             ch = rng.choice(near)
             return word[:i] + (ch.upper() if word[i].isupper() else ch) + word[i + 1:]

@@ -26,7 +26,8 @@ from difflib import SequenceMatcher
 import numba as nb
 import numpy as np
 
-__all__ = ["FEATURE_NAMES", "differences", "Differences", "fold_glyphs", "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
+__all__ = ["FEATURE_NAMES", "differences", "Differences", "fold_glyphs", "KEYBOARD_NEIGHBOURS",
+           "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
            "char_trigrams", "char_trigram_codes", "screen_pairs"]
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -257,19 +258,24 @@ _GLYPH_MULTI: tuple[tuple[str, str], ...] = (("ſ", "s"), ("ﬁ", "fi"), ("ﬂ",
 _GLYPH_SINGLE = str.maketrans({"1": "l", "|": "l", "!": "l", "i": "l", "0": "o", "5": "s", "8": "b", "h": "b",
                                "n": "u", "e": "c", "v": "u", "y": "u"})
 
-#: QWERTY neighbours: a typo slips to an adjacent key.
-_KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-_NEIGHBOURS: dict[str, frozenset[str]] = {}
-for _r, _row in enumerate(_KEYBOARD_ROWS):
-    for _c, _ch in enumerate(_row):
-        _near: set[str] = set()
-        for _dr in (-1, 0, 1):
-            if 0 <= _r + _dr < len(_KEYBOARD_ROWS):
-                other = _KEYBOARD_ROWS[_r + _dr]
-                for _dc in (-1, 0, 1):
-                    if (_dr or _dc) and 0 <= _c + _dc < len(other):
-                        _near.add(other[_c + _dc])
-        _NEIGHBOURS[_ch] = frozenset(_near)
+#: QWERTY neighbours: a typo slips to an adjacent key (each key's neighbours as a string, row by row).
+KEYBOARD_ROWS: tuple[str, ...] = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _keyboard_neighbours() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r, row in enumerate(KEYBOARD_ROWS):
+        for c, ch in enumerate(row):
+            near: list[str] = []
+            for dr in (-1, 0, 1):
+                if 0 <= r + dr < len(KEYBOARD_ROWS):
+                    other = KEYBOARD_ROWS[r + dr]
+                    near += [other[c + dc] for dc in (-1, 0, 1) if (dr or dc) and 0 <= c + dc < len(other)]
+            out[ch] = "".join(near)
+    return out
+
+
+KEYBOARD_NEIGHBOURS: dict[str, str] = _keyboard_neighbours()
 
 _FUNCTION_WORDS = frozenset(
     "a an the of to in on at by for from with without into onto over under about as and or but if then than "
@@ -281,7 +287,6 @@ _NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
     "billion first second third fourth fifth half double triple".split())
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
 def fold_glyphs(word: str) -> str:
@@ -300,7 +305,7 @@ def _keyboard_or_transposed(a: str, b: str) -> bool:
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
         if len(diff) == 1:
-            return b[diff[0]] in _NEIGHBOURS.get(a[diff[0]], frozenset())
+            return b[diff[0]] in KEYBOARD_NEIGHBOURS.get(a[diff[0]], "")
         return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
     if abs(len(a) - len(b)) == 1:
         short, long_ = (a, b) if len(a) < len(b) else (b, a)
@@ -352,8 +357,7 @@ def differences(a: str, b: str) -> Differences:
     difference: a within-word glyph or keyboard confusion or near spelling, a split or merge, as
     against a whole-word substitution, insertion or deletion — and of the latter, what kind of
     token changed (function word, negation, number, capitalised name)."""
-    raw_a = [t for t in _TOKEN.findall(a) if t[0].isalnum() or t[0] == "_"]
-    raw_b = [t for t in _TOKEN.findall(b) if t[0].isalnum() or t[0] == "_"]
+    raw_a, raw_b = _WORD.findall(a), _WORD.findall(b)
     wa, wb = [w.lower() for w in raw_a], [w.lower() for w in raw_b]
     confusion = near = split = subst = ins = 0
     changed: list[str] = []
