@@ -146,3 +146,85 @@ def test_reads_parquet_and_checks_the_contract(tmp_path: Path) -> None:
     tab = tab.set_column(1, "action", pa.array(["drop"] * tab.num_rows))
     with pytest.raises(DecisionsError, match="'keep' or 'remove'"):
         score(tab, t)
+
+
+def _banded_truth() -> tuple[GroundTruth, dict[str, str]]:
+    """One C group with a copy in each error band, and one two-document negative of each edit kind."""
+    base = "The committee met on Tuesday and agreed to publish the annual report in the spring of next year."
+    assert len(base) == 96
+    texts = {
+        "c0": base,
+        "c1": base.replace("committee", "cornmittee"),                       # m → rn: 2/96 ≈ 2.1%
+        "c2": base.replace("Tuesday", "Tuesdav").replace("report", "rep0rt"),  # 2 subs → 2.1%
+        "c3": base[:50] + base[56:],                                          # 6 deleted → 6.2%
+        "c4": base.replace("annual report in the spring of next year", "anual rep ort inthe sprng of nxt yeer"),  # 6 → 6.2%
+        "c5": base.replace(".", ""),                                          # 1 deletion → 1.0%
+    }
+    pairs = {
+        "reorder": ("Alice paid Bob the money he lent her last week.", "Bob paid Alice the money he lent her last week."),
+        "negation": ("The bridge is open to traffic again this week.", "The bridge is not open to traffic again this week."),
+        "number": ("The train leaves at 7 from platform two today.", "The train leaves at 9 from platform two today."),
+        "name": ("The prize went to Marie at the ceremony in Paris.", "The prize went to Pierre at the ceremony in Paris."),
+        "other words": ("The cat sat quietly on the warm kitchen floor.", "The dog sat quietly on the cold kitchen floor."),
+    }
+    docs: dict[str, DocInfo] = {i: DocInfo("group_member", "x", len(t)) for i, t in texts.items()}  # type: ignore[arg-type]
+    negs = []
+    for k, (a, b) in pairs.items():
+        ia, ib = f"{k}-a", f"{k}-b"
+        texts[ia], texts[ib] = a, b
+        docs[ia] = docs[ib] = DocInfo("negative", "paws_dev", len(a))  # type: ignore[arg-type]
+        negs.append(NegativeSet("paws_non_paraphrase", (ia, ib)))
+    t = GroundTruth(0, "tiny", "0" * 64, docs, [Group("C-0", "C", tuple(f"c{i}" for i in range(6)))], [], [], negs, [])
+    t.check()
+    return t, texts
+
+
+def test_edit_kind_names_what_changed_between_the_two_texts() -> None:
+    from semhash_llm.bench.scorer import edit_kind
+
+    _, texts = _banded_truth()
+    for kind in ("reorder", "negation", "number", "name", "other words"):
+        assert edit_kind(texts[f"{kind}-a"], texts[f"{kind}-b"]) == kind, kind
+    assert edit_kind("The cat sat on the mat, today.", "The cat sat on the mat today") == "noise only"
+    assert edit_kind("He went to the shop with her.", "He went into the shop for her.") == "function words"
+
+
+def test_c_recall_is_split_by_the_copy_s_character_error_band() -> None:
+    from semhash_llm.bench.scorer import ERROR_BANDS, error_band
+    from semhash_llm.sketch.edit import char_error_rate
+
+    t, texts = _banded_truth()
+    got = {i: error_band(char_error_rate(texts["c0"], texts[i])) for i in ("c1", "c2", "c3", "c4", "c5")}
+    assert got == {"c1": "2–5%", "c2": "2–5%", "c3": "5–10%", "c4": "5–10%", "c5": "< 2%"}
+    ids = list(t.documents)
+    # c1 and c5 found by duplicate_of, c3 only by sharing c0's cluster id, c2 and c4 missed.
+    table = decisions_table(ids, {"c1": "c0", "c5": "c0", "c3": None}, cluster_of={"c0": "k", "c3": "k"})
+    r = score(table, t, texts)
+    assert list(r.c_by_error_band) == [label for label, _, _ in ERROR_BANDS]
+    assert r.c_by_error_band == {"< 2%": [1, 1], "2–5%": [2, 1], "5–10%": [2, 1], "≥ 10%": [0, 0]}
+    # Without the texts the bands are not computed.
+    assert score(table, t).c_by_error_band == {}
+
+
+def test_negatives_are_counted_by_edit_kind() -> None:
+    t, texts = _banded_truth()
+    ids = list(t.documents)
+    r = score(decisions_table(ids, {"negation-b": "negation-a", "name-a": None, "name-b": "name-a"}), t, texts)
+    nk = r.negatives_by_edit_kind
+    assert nk["negation"] == [2, 1] and nk["name"] == [2, 2]
+    assert nk["reorder"] == [2, 0] and nk["number"] == [2, 0] and nk["other words"] == [2, 0]
+    assert nk["noise only"] == [0, 0]
+
+
+def test_the_bench_markdown_prints_the_band_and_edit_kind_tables() -> None:
+    from semhash_llm.bench.runner import BenchResult, BenchRow, format_markdown
+
+    t, texts = _banded_truth()
+    r = score(decisions_table(list(t.documents), {"c1": "c0", "negation-b": "negation-a"}), t, texts)
+    md = format_markdown(BenchResult("tiny", 0, "first", "d", "o", len(t.documents), t.counts(), None,
+                                     [BenchRow("sys", r, 1.0, 10.0, 1.0, "")]))
+    assert "| system | < 2% | 2–5% | 5–10% | ≥ 10% |" in md
+    assert "| sys | 0/1 (0.0%) | 1/2 (50.0%) | 0/2 (0.0%) | – |" in md
+    assert "| sys | reorder | negation |" not in md  # header row names 'system'
+    assert "| system | reorder | negation | number | name | other words |" in md
+    assert "| sys | 0.00 | 50.00 | 0.00 | 0.00 | 0.00 |" in md

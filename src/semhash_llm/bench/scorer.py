@@ -10,6 +10,14 @@
   E hosts, hard negatives, one representative per A/B/C group and one per semantic pair (both members of a
   paraphrase pair removed counts once). Also reported per hard-negative family.
 * composite = 100 × (0.25·S_A + 0.15·S_B + 0.20·S_C + 0.20·S_D + 0.20·S_E), and 0 when FDR > 10 %.
+* type C recall by character error band (when the texts are given): for each noisy copy of a C group, its
+  character error rate against the group's original (Levenshtein distance / the original's length) and
+  whether the two end in one cluster (joined by ``duplicate_of`` or a shared ``cluster_id``); bands
+  < 2 %, 2–5 %, 5–10 %, ≥ 10 %.
+* hard negatives by meaning edit (when the texts are given): each negative pair is classified by what
+  changed between its two texts (:func:`semhash_llm.verify.features.differences`): the same words
+  reordered, a negation, a number, a capitalised name, only function words, other words, or only
+  noise and punctuation; the false deletion rate of its documents per kind.
 * semantic P/R over the PAWS documents: a predicted pair is (removed, duplicate_of) or two documents with the
   same cluster_id, both PAWS documents; precision = predicted pairs that are paraphrase pairs / predicted
   pairs, recall = paraphrase pairs predicted / paraphrase pairs.
@@ -18,7 +26,8 @@
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,11 +43,17 @@ __all__ = [
     "WEIGHTS",
     "FDR_LIMIT",
     "FRAGMENT_OVERLAP",
+    "ERROR_BANDS",
+    "EDIT_KINDS",
     "DecisionsError",
     "Decisions",
     "ScoreResult",
     "load_decisions",
     "score",
+    "error_band",
+    "edit_kind",
+    "c_recall_by_error_band",
+    "negatives_by_edit_kind",
     "oracle_decisions",
     "keep_all_decisions",
     "remove_all_decisions",
@@ -49,6 +64,12 @@ CONTRACT_COLUMNS = ("id", "action", "duplicate_of", "relation", "cluster_id", "s
 WEIGHTS = {"A": 0.25, "B": 0.15, "C": 0.20, "D": 0.20, "E": 0.20}
 FDR_LIMIT = 0.10
 FRAGMENT_OVERLAP = 0.80
+#: (label, lower bound inclusive, upper bound exclusive) of a pair's character error rate.
+ERROR_BANDS: tuple[tuple[str, float, float], ...] = (
+    ("< 2%", 0.0, 0.02), ("2–5%", 0.02, 0.05), ("5–10%", 0.05, 0.10), ("≥ 10%", 0.10, float("inf")),
+)
+#: The kinds of meaning edit a hard-negative pair is classified into, in the order they are tested.
+EDIT_KINDS = ("reorder", "negation", "number", "name", "function words", "other words", "noise only")
 
 
 class DecisionsError(ValueError):
@@ -83,6 +104,10 @@ class ScoreResult:
     false_deletions: int
     must_keep: int
     details: dict[str, int] = field(default_factory=dict)
+    c_by_error_band: dict[str, list[int]] = field(default_factory=dict)
+    """Band label → [noisy copies, found in one cluster with their original] (texts given only)."""
+    negatives_by_edit_kind: dict[str, list[int]] = field(default_factory=dict)
+    """Edit kind → [negative documents, removed] over the two-document negative sets (texts given only)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -195,8 +220,89 @@ def _best_overlap(spans: list[tuple[int, int]], start: int, end: int) -> float:
     return best
 
 
-def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth) -> ScoreResult:
-    """Score one system's decisions on the benchmark (see the module docstring for the definitions)."""
+def _clusters(dec: Decisions) -> Callable[[str], str]:
+    """The cluster of a document: union of ``duplicate_of`` links and shared ``cluster_id`` values."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for a, b in dec.duplicate_of.items():
+        union(a, b)
+    for d, cl in dec.cluster_of.items():
+        union(d, "\0cluster:" + cl)
+    return find
+
+
+def error_band(rate: float) -> str:
+    """The label of :data:`ERROR_BANDS` that holds a character error rate."""
+    return next(label for label, lo, hi in ERROR_BANDS if lo <= rate < hi)
+
+
+def edit_kind(a: str, b: str) -> str:
+    """What changed between the two texts of a hard-negative pair (one of :data:`EDIT_KINDS`)."""
+    from semhash_llm.verify.features import differences, words
+
+    wa, wb = [w.lower() for w in words(a)], [w.lower() for w in words(b)]
+    if wa != wb and Counter(wa) == Counter(wb):
+        return "reorder"
+    d = differences(a, b)
+    if d.negation:
+        return "negation"
+    if d.number:
+        return "number"
+    if d.name:
+        return "name"
+    changed = d.substituted + d.inserted
+    if changed == 0:
+        return "noise only"
+    return "function words" if d.function * 2 >= changed else "other words"
+
+
+def c_recall_by_error_band(dec: Decisions, truth: GroundTruth, texts: Mapping[str, str]) -> dict[str, list[int]]:
+    """Band label → [noisy copies of type C, found in one cluster with their group's original]."""
+    from semhash_llm.sketch.edit import char_error_rate
+
+    cluster = _clusters(dec)
+    out = {label: [0, 0] for label, _, _ in ERROR_BANDS}
+    for g in truth.groups:
+        if g.category != "C":
+            continue
+        base = g.members[0]
+        for m in g.members[1:]:
+            cell = out[error_band(char_error_rate(texts[base], texts[m]))]
+            cell[0] += 1
+            cell[1] += int(cluster(base) == cluster(m))
+    return out
+
+
+def negatives_by_edit_kind(dec: Decisions, truth: GroundTruth, texts: Mapping[str, str]) -> dict[str, list[int]]:
+    """Edit kind → [documents of two-document hard-negative sets, removed]."""
+    out = {kind: [0, 0] for kind in EDIT_KINDS}
+    for n in truth.negatives:
+        if len(n.members) != 2:
+            continue
+        a, b = n.members
+        cell = out[edit_kind(texts[a], texts[b])]
+        cell[0] += 2
+        cell[1] += int(a in dec.removed) + int(b in dec.removed)
+    return out
+
+
+def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth,
+          texts: Mapping[str, str] | None = None) -> ScoreResult:
+    """Score one system's decisions on the benchmark (see the module docstring for the definitions);
+    with ``texts`` (document id → text) also type C recall by error band and the negatives by edit kind."""
     dec = decisions if isinstance(decisions, Decisions) else load_decisions(decisions, truth)
     removed = dec.removed
     details: dict[str, int] = {}
@@ -281,11 +387,14 @@ def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth) -> S
     composite = 100.0 * sum(WEIGHTS[c] * s[c] for c in "ABCDE")
     if fdr > FDR_LIMIT:
         composite = 0.0
+    bands = c_recall_by_error_band(dec, truth, texts) if texts is not None else {}
+    kinds = negatives_by_edit_kind(dec, truth, texts) if texts is not None else {}
     return ScoreResult(
         s_a=s["A"], s_b=s["B"], s_c=s["C"], s_d=s["D"], s_e=s["E"],
         composite=composite, fdr=fdr, fdr_by_family=fdr_by_family,
         semantic_precision=precision, semantic_recall=recall,
         removed=len(removed), false_deletions=false_deletions, must_keep=total_keep, details=details,
+        c_by_error_band=bands, negatives_by_edit_kind=kinds,
     )
 
 

@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from semhash_llm.sketch.edit import char_error_rate
 from semhash_llm.verify.features import KEYBOARD_NEIGHBOURS
 
 __all__ = ["GLYPH_CONFUSIONS", "ocr_noise", "typo_noise", "noisy_copy", "read_misspellings", "char_error_rate"]
@@ -144,19 +145,6 @@ def noisy_copy(text: str, rng: random.Random, misspellings: Mapping[str, Sequenc
         if out != text and char_error_rate(text, out) <= max_cer:
             return out
     return typo_noise(text, rng, 1.0 / max(1, len(text.split())), None) if text.split() else text
-
-
-def char_error_rate(a: str, b: str) -> float:
-    """Character error rate of ``b`` against ``a``: Levenshtein distance over ``len(a)``."""
-    if not a:
-        return float(bool(b))
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1] / len(a)
 
 
 def read_misspellings(data_dir: str | Path, part: str = "train") -> dict[str, list[str]]:

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 import numba as nb
 import numpy as np
 
-__all__ = ["FEATURE_NAMES", "differences", "Differences", "fold_glyphs", "KEYBOARD_NEIGHBOURS",
+__all__ = ["FEATURE_NAMES", "differences", "Differences", "words", "fold_glyphs", "KEYBOARD_NEIGHBOURS",
            "NUM_PAIR_FEATURES", "pair_features", "char_jaccard", "char_jaccard_indexed",
            "char_trigrams", "char_trigram_codes", "screen_pairs"]
 
@@ -43,6 +43,11 @@ NUM_PAIR_FEATURES = len(FEATURE_NAMES)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "nobody", "nothing", "neither", "cannot", "t"})
 _SPACES = re.compile(r"\s+")
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the pair features see them (runs of word characters, case kept)."""
+    return _WORD.findall(text)
 
 
 def char_trigrams(text: str) -> set[str]:
