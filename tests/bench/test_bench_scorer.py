@@ -10,6 +10,7 @@ import pytest
 from semhash_llm.bench.scorer import (
     DecisionsError,
     decisions_table,
+    label_pairs,
     keep_all_decisions,
     oracle_decisions,
     remove_all_decisions,
@@ -199,17 +200,17 @@ def test_c_recall_is_split_by_the_copy_s_character_error_band() -> None:
     ids = list(t.documents)
     # c1 and c5 found by duplicate_of, c3 only by sharing c0's cluster id, c2 and c4 missed.
     table = decisions_table(ids, {"c1": "c0", "c5": "c0", "c3": None}, cluster_of={"c0": "k", "c3": "k"})
-    r = score(table, t, texts)
+    r = score(table, t, label_pairs(t, texts))
     assert list(r.c_by_error_band) == [label for label, _, _ in ERROR_BANDS]
     assert r.c_by_error_band == {"< 2%": [1, 1], "2–5%": [2, 1], "5–10%": [2, 1], "≥ 10%": [0, 0]}
-    # Without the texts the bands are not computed.
+    # Without the labels the bands are not computed.
     assert score(table, t).c_by_error_band == {}
 
 
 def test_negatives_are_counted_by_edit_kind() -> None:
     t, texts = _banded_truth()
     ids = list(t.documents)
-    r = score(decisions_table(ids, {"negation-b": "negation-a", "name-a": None, "name-b": "name-a"}), t, texts)
+    r = score(decisions_table(ids, {"negation-b": "negation-a", "name-a": None, "name-b": "name-a"}), t, label_pairs(t, texts))
     nk = r.negatives_by_edit_kind
     assert nk["negation"] == [2, 1] and nk["name"] == [2, 2]
     assert nk["reorder"] == [2, 0] and nk["number"] == [2, 0] and nk["other words"] == [2, 0]
@@ -220,7 +221,7 @@ def test_the_bench_markdown_prints_the_band_and_edit_kind_tables() -> None:
     from semhash_llm.bench.runner import BenchResult, BenchRow, format_markdown
 
     t, texts = _banded_truth()
-    r = score(decisions_table(list(t.documents), {"c1": "c0", "negation-b": "negation-a"}), t, texts)
+    r = score(decisions_table(list(t.documents), {"c1": "c0", "negation-b": "negation-a"}), t, label_pairs(t, texts))
     md = format_markdown(BenchResult("tiny", 0, "first", "d", "o", len(t.documents), t.counts(), None,
                                      [BenchRow("sys", r, 1.0, 10.0, 1.0, "")]))
     assert "| system | < 2% | 2–5% | 5–10% | ≥ 10% |" in md

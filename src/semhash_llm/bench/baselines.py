@@ -34,6 +34,7 @@ import pyarrow as pa
 import xxhash
 
 from semhash_llm.bench.scorer import decisions_table
+from semhash_llm.sketch.unionfind import UnionFind
 
 logger = logging.getLogger(__name__)
 
@@ -92,30 +93,6 @@ class Corpus:
         return len(self.ids)
 
 
-# ---- union-find over document indices -------------------------------------------------------------
-
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = np.arange(n, dtype=np.int64)
-
-    def find(self, x: int) -> int:
-        p = self.parent
-        root = x
-        while p[root] != root:
-            root = int(p[root])
-        while p[x] != root:
-            p[x], x = root, int(p[x])
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:  # the smaller index is the root
-            if ra < rb:
-                self.parent[rb] = ra
-            else:
-                self.parent[ra] = rb
-
-
 def _from_pairs(
     corpus: Corpus,
     pairs: Sequence[tuple[int, int, float]],
@@ -126,7 +103,7 @@ def _from_pairs(
     """Decisions from accepted pairs: union-find components, one survivor each by ``keep``."""
     if keep not in KEEP_POLICIES:
         raise ValueError(f"The 'keep' parameter of the baselines must be one of {KEEP_POLICIES}. Got {keep!r} instead.")
-    uf = _UnionFind(len(corpus))
+    uf = UnionFind(len(corpus))
     best: dict[int, float] = {}
     for a, b, s in pairs:
         uf.union(a, b)

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from semhash_llm.bench import baselines as bl
 from semhash_llm.bench.generator import SIZES, generate
-from semhash_llm.bench.scorer import FDR_LIMIT, WEIGHTS, ScoreResult, score
+from semhash_llm.bench.scorer import FDR_LIMIT, WEIGHTS, ScoreResult, label_pairs, score
 from semhash_llm.bench.sources import DataError
 from semhash_llm.bench.truth import GroundTruth, duplicate_pair_test
 
@@ -335,7 +335,7 @@ def run_bench(
     truth: GroundTruth = bench.truth
     corpus = bl.Corpus([str(r["id"]) for r in bench.records], [str(r["text"]) for r in bench.records],
                        truth.corpus_sha256)
-    texts = dict(zip(corpus.ids, corpus.texts))
+    labels = label_pairs(truth, dict(zip(corpus.ids, corpus.texts)))
     ctx = SharedContext(corpus, out_dir / "cache", switches, teacher_precision, keep, dict(judge or {}))
     specs = build_registry(switches, ablations, judge)
     if systems:
@@ -379,7 +379,7 @@ def run_bench(
                 t0 = time.perf_counter()
                 table = sp.run(corpus, ctx)
                 secs = time.perf_counter() - t0
-            result = score(table, truth, texts)
+            result = score(table, truth, labels)
             judge_info = judge_summary(ctx.last_report, ctx.last_pair_logs.get("judge"), truth)
         except Exception as exc:
             logger.exception("system %s failed", sp.name)
@@ -449,6 +449,27 @@ def _share(total: int, found: int) -> str:
     return "–" if total == 0 else f"{found:,}/{total:,} ({100 * found / total:.1f}%)"
 
 
+def _count_table(
+    out: list[str],
+    rows: list[BenchRow],
+    counts_of: Callable[[ScoreResult], dict[str, list[int]]],
+    caption: str,
+    cell: Callable[[int, int], str],
+    keep_empty: bool,
+) -> None:
+    """Append a table of ``column → [total, hits]`` counts (one row per system that has them); the
+    caption ends with each column's total. Columns with no total are left out unless ``keep_empty``."""
+    tables = [(r.system, counts_of(r.score)) for r in rows if r.score is not None and counts_of(r.score)]
+    if not tables:
+        return
+    first = tables[0][1]
+    cols = [k for k, (total, _) in first.items() if keep_empty or total]
+    out += ["", caption + ", ".join(f"{k} {first[k][0]:,}" for k in cols) + "):", "",
+            "| system | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for system, counts in tables:
+        out.append(f"| {system} | " + " | ".join(cell(*counts[k]) for k in cols) + " |")
+
+
 def format_markdown(res: BenchResult) -> str:
     """The quality + cost table, the per-family FDR table and the run's notes, as Markdown."""
     out: list[str] = []
@@ -487,34 +508,14 @@ def format_markdown(res: BenchResult) -> str:
         for r in scored:
             fd = r.score.fdr_by_family  # type: ignore[union-attr]
             out.append(f"| {r.system} | " + " | ".join(_pct(fd.get(f), 2) for f in fams) + " |")
-        banded = [r for r in scored if r.score.c_by_error_band]  # type: ignore[union-attr]
-        if banded:
-            bands = list(banded[0].score.c_by_error_band)  # type: ignore[union-attr]
-            totals = banded[0].score.c_by_error_band  # type: ignore[union-attr]
-            out.append("")
-            out.append("Type C recall by the noisy copy's character error rate against its original "
-                       "(found = in one cluster with it; copies per band: "
-                       + ", ".join(f"{b} {totals[b][0]}" for b in bands) + "):")
-            out.append("")
-            out.append("| system | " + " | ".join(bands) + " |")
-            out.append("|---|" + "---:|" * len(bands))
-            for r in banded:
-                cb = r.score.c_by_error_band  # type: ignore[union-attr]
-                out.append(f"| {r.system} | " + " | ".join(_share(*cb[b]) for b in bands) + " |")
-        kinded = [r for r in scored if r.score.negatives_by_edit_kind]  # type: ignore[union-attr]
-        if kinded:
-            kinds = [k for k, v in kinded[0].score.negatives_by_edit_kind.items() if v[0]]  # type: ignore[union-attr]
-            totals = kinded[0].score.negatives_by_edit_kind  # type: ignore[union-attr]
-            out.append("")
-            out.append("False deletion rate (%) of the two-document hard negatives by what the edit changed "
-                       "(documents per kind: " + ", ".join(f"{k} {totals[k][0]:,}" for k in kinds) + "):")
-            out.append("")
-            out.append("| system | " + " | ".join(kinds) + " |")
-            out.append("|---|" + "---:|" * len(kinds))
-            for r in kinded:
-                nk = r.score.negatives_by_edit_kind  # type: ignore[union-attr]
-                out.append(f"| {r.system} | " + " | ".join(
-                    _pct(nk[k][1] / nk[k][0], 2) for k in kinds) + " |")
+        _count_table(out, scored, lambda sc: sc.c_by_error_band, keep_empty=True,
+                     caption="Type C recall by the noisy copy's character error rate against its original "
+                     "(found = in one cluster with it; copies per band: ",
+                     cell=_share)
+        _count_table(out, scored, lambda sc: sc.negatives_by_edit_kind, keep_empty=False,
+                     caption="False deletion rate (%) of the two-document hard negatives by what the edit "
+                     "changed (documents per kind: ",
+                     cell=lambda total, removed: _pct(removed / total, 2))
     for r in res.rows:
         j = r.judge
         if not j:

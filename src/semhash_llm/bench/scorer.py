@@ -10,11 +10,11 @@
   E hosts, hard negatives, one representative per A/B/C group and one per semantic pair (both members of a
   paraphrase pair removed counts once). Also reported per hard-negative family.
 * composite = 100 × (0.25·S_A + 0.15·S_B + 0.20·S_C + 0.20·S_D + 0.20·S_E), and 0 when FDR > 10 %.
-* type C recall by character error band (when the texts are given): for each noisy copy of a C group, its
-  character error rate against the group's original (Levenshtein distance / the original's length) and
+* type C recall by character error band (given :func:`label_pairs` of the texts): for each noisy copy
+  of a C group, its character error rate against the group's original (Levenshtein distance / the original's length) and
   whether the two end in one cluster (joined by ``duplicate_of`` or a shared ``cluster_id``); bands
   < 2 %, 2–5 %, 5–10 %, ≥ 10 %.
-* hard negatives by meaning edit (when the texts are given): each negative pair is classified by what
+* hard negatives by meaning edit (given the same labels): each negative pair is classified by what
   changed between its two texts (:func:`semhash_llm.verify.features.differences`): the same words
   reordered, a negation, a number, a capitalised name, only function words, other words, or only
   noise and punctuation; the false deletion rate of its documents per kind.
@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semhash_llm.bench.truth import GroundTruth
+from semhash_llm.sketch.unionfind import UnionFind
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ __all__ = [
     "score",
     "error_band",
     "edit_kind",
+    "PairLabels",
+    "label_pairs",
     "c_recall_by_error_band",
     "negatives_by_edit_kind",
     "oracle_decisions",
@@ -105,9 +108,9 @@ class ScoreResult:
     must_keep: int
     details: dict[str, int] = field(default_factory=dict)
     c_by_error_band: dict[str, list[int]] = field(default_factory=dict)
-    """Band label → [noisy copies, found in one cluster with their original] (texts given only)."""
+    """Band label → [noisy copies, found in one cluster with their original] (labels given only)."""
     negatives_by_edit_kind: dict[str, list[int]] = field(default_factory=dict)
-    """Edit kind → [negative documents, removed] over the two-document negative sets (texts given only)."""
+    """Edit kind → [negative documents, removed] over the two-document negative sets (labels given only)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -220,28 +223,16 @@ def _best_overlap(spans: list[tuple[int, int]], start: int, end: int) -> float:
     return best
 
 
-def _clusters(dec: Decisions) -> Callable[[str], str]:
+def _clusters(dec: Decisions, truth: GroundTruth) -> Callable[[str], int]:
     """The cluster of a document: union of ``duplicate_of`` links and shared ``cluster_id`` values."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while parent.get(x, x) != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
+    index = {d: i for i, d in enumerate(truth.documents)}
+    cluster_node = {cl: len(index) + k for k, cl in enumerate(sorted(set(dec.cluster_of.values())))}
+    uf = UnionFind(len(index) + len(cluster_node))
     for a, b in dec.duplicate_of.items():
-        union(a, b)
+        uf.union(index[a], index[b])
     for d, cl in dec.cluster_of.items():
-        union(d, "\0cluster:" + cl)
-    return find
+        uf.union(index[d], cluster_node[cl])
+    return lambda doc: uf.find(index[doc])
 
 
 def error_band(rate: float) -> str:
@@ -269,40 +260,53 @@ def edit_kind(a: str, b: str) -> str:
     return "function words" if d.function * 2 >= changed else "other words"
 
 
-def c_recall_by_error_band(dec: Decisions, truth: GroundTruth, texts: Mapping[str, str]) -> dict[str, list[int]]:
-    """Band label → [noisy copies of type C, found in one cluster with their group's original]."""
+@dataclass(frozen=True)
+class PairLabels:
+    """What the texts say of the truth's pairs — each C copy's error band, each two-document negative's
+    edit kind. It depends on the corpus only, so a run computes it once for all the systems it scores."""
+
+    copy_bands: tuple[tuple[str, str, str], ...]
+    """(original, noisy copy, :func:`error_band` of the copy's character error rate) per C copy."""
+    negative_kinds: tuple[tuple[str, str, str], ...]
+    """(one text, the other, :func:`edit_kind`) per two-document hard-negative set."""
+
+
+def label_pairs(truth: GroundTruth, texts: Mapping[str, str]) -> PairLabels:
+    """The :class:`PairLabels` of ``truth``'s pairs from the texts (document id → text)."""
     from semhash_llm.sketch.edit import char_error_rate
 
-    cluster = _clusters(dec)
+    bands = tuple(
+        (g.members[0], m, error_band(char_error_rate(texts[g.members[0]], texts[m])))
+        for g in truth.groups if g.category == "C" for m in g.members[1:]
+    )
+    kinds = tuple((n.members[0], n.members[1], edit_kind(texts[n.members[0]], texts[n.members[1]]))
+                  for n in truth.negatives if len(n.members) == 2)
+    return PairLabels(bands, kinds)
+
+
+def c_recall_by_error_band(dec: Decisions, truth: GroundTruth, labels: PairLabels) -> dict[str, list[int]]:
+    """Band label → [noisy copies of type C, found in one cluster with their group's original]."""
+    cluster = _clusters(dec, truth)
     out = {label: [0, 0] for label, _, _ in ERROR_BANDS}
-    for g in truth.groups:
-        if g.category != "C":
-            continue
-        base = g.members[0]
-        for m in g.members[1:]:
-            cell = out[error_band(char_error_rate(texts[base], texts[m]))]
-            cell[0] += 1
-            cell[1] += int(cluster(base) == cluster(m))
+    for base, copy, band in labels.copy_bands:
+        out[band][0] += 1
+        out[band][1] += int(cluster(base) == cluster(copy))
     return out
 
 
-def negatives_by_edit_kind(dec: Decisions, truth: GroundTruth, texts: Mapping[str, str]) -> dict[str, list[int]]:
+def negatives_by_edit_kind(dec: Decisions, labels: PairLabels) -> dict[str, list[int]]:
     """Edit kind → [documents of two-document hard-negative sets, removed]."""
     out = {kind: [0, 0] for kind in EDIT_KINDS}
-    for n in truth.negatives:
-        if len(n.members) != 2:
-            continue
-        a, b = n.members
-        cell = out[edit_kind(texts[a], texts[b])]
-        cell[0] += 2
-        cell[1] += int(a in dec.removed) + int(b in dec.removed)
+    for a, b, kind in labels.negative_kinds:
+        out[kind][0] += 2
+        out[kind][1] += int(a in dec.removed) + int(b in dec.removed)
     return out
 
 
 def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth,
-          texts: Mapping[str, str] | None = None) -> ScoreResult:
+          labels: PairLabels | None = None) -> ScoreResult:
     """Score one system's decisions on the benchmark (see the module docstring for the definitions);
-    with ``texts`` (document id → text) also type C recall by error band and the negatives by edit kind."""
+    with ``labels`` (:func:`label_pairs`) also type C recall by error band and the negatives by edit kind."""
     dec = decisions if isinstance(decisions, Decisions) else load_decisions(decisions, truth)
     removed = dec.removed
     details: dict[str, int] = {}
@@ -387,8 +391,8 @@ def score(decisions: pa.Table | Path | str | Decisions, truth: GroundTruth,
     composite = 100.0 * sum(WEIGHTS[c] * s[c] for c in "ABCDE")
     if fdr > FDR_LIMIT:
         composite = 0.0
-    bands = c_recall_by_error_band(dec, truth, texts) if texts is not None else {}
-    kinds = negatives_by_edit_kind(dec, truth, texts) if texts is not None else {}
+    bands = c_recall_by_error_band(dec, truth, labels) if labels is not None else {}
+    kinds = negatives_by_edit_kind(dec, labels) if labels is not None else {}
     return ScoreResult(
         s_a=s["A"], s_b=s["B"], s_c=s["C"], s_d=s["D"], s_e=s["E"],
         composite=composite, fdr=fdr, fdr_by_family=fdr_by_family,
