@@ -2,7 +2,7 @@
 
     python benchmarks/aw_report.py /tmp/bench_full      # a folder written by `semhash-llm bench --size full`
 
-For every weighting the AW stage offers (``semhash_llm.stages.weighted``: importance ``line`` /
+For every weighting the AW stage offers (``semhash_llm.stages.aw``: importance ``line`` /
 ``model``, with and without IDF over the corpus, and unweighted shingles for context), the exact
 weighted Jaccard (``sketch.cws.weighted_jaccard``) of
 
@@ -29,7 +29,7 @@ from semhash_llm.bench.truth import GroundTruth, read_corpus
 from semhash_llm.config import AWConfig, NormalizeConfig, ShingleConfig
 from semhash_llm.sketch.cws import weighted_jaccard
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
-from semhash_llm.stages.weighted import AWMinHashStage
+from semhash_llm.stages.aw import AWMinHashStage
 from semhash_llm.text.lines import token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch

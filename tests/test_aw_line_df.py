@@ -15,8 +15,8 @@ import pytest
 
 from semhash_llm import ConfigError, PipelineConfig, deduplicate
 from semhash_llm.config import AWConfig
+from semhash_llm.stages.aw import LINE_SAMPLE, AWMinHashStage
 from semhash_llm.stages.base import StreamBatch
-from semhash_llm.stages.weighted import LINE_SAMPLE, AWMinHashStage
 from semhash_llm.text.lines import tokens_and_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch

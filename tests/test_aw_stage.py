@@ -9,8 +9,8 @@ import pytest
 
 from semhash_llm import ConfigError, PipelineConfig, deduplicate
 from semhash_llm.config import AWConfig
+from semhash_llm.stages.aw import AWMinHashStage, effective_share
 from semhash_llm.stages.base import StreamBatch
-from semhash_llm.stages.weighted import AWMinHashStage, effective_share
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 

@@ -158,7 +158,7 @@ class _Spy:
         return self.token_counts(docs) < self.short_tokens
 
     def in_range(self, docs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        from semhash_llm.stages.verify import VerifierStage
+        from semhash_llm.stages.mgfn import VerifierStage
 
         return VerifierStage.in_range(self, docs, lengths)  # type: ignore[arg-type]
 
@@ -168,7 +168,7 @@ class _Spy:
 
 
 def _stages_with(verifier: object) -> dict[str, object]:
-    from semhash_llm.stages import verify as verify_mod
+    from semhash_llm.stages import mgfn as verify_mod
 
     class Verifier(_Spy, verify_mod.VerifierStage):  # isinstance() holds; no model is loaded
         def __init__(self, inner: _Spy) -> None:
@@ -198,7 +198,7 @@ def test_plain_minhash_below_the_lsh_bar_covers_nothing() -> None:
     verifier's to decide whatever its estimate."""
     from semhash_llm.cascade import _cover_fn
     from semhash_llm.stages.base import Edges
-    from semhash_llm.stages.near import MinHashLSHStage
+    from semhash_llm.stages.lsh import MinHashLSHStage
 
     class Sigs(MinHashLSHStage):
         def __init__(self, sigs: np.ndarray) -> None:

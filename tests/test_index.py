@@ -15,8 +15,8 @@ from helpers import resume_corpus as _corpus
 
 from semhash_llm.api import Deduplicator
 from semhash_llm.config import PipelineConfig
-from semhash_llm.index import DocumentIndex, IndexDirError
 from semhash_llm.io.readers import InputError
+from semhash_llm.storage.index import DocumentIndex, IndexDirError
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -133,8 +133,8 @@ def test_the_feature_fingerprint_follows_the_student_contents_and_the_version(tm
 
     import semhash_llm.fingerprint as fp
     from semhash_llm.config import PipelineConfig
-    from semhash_llm.index import feature_fingerprint
     from semhash_llm.sph.student import ASSETS_DIR
+    from semhash_llm.storage.index import feature_fingerprint
 
     student = tmp_path / "student"
     shutil.copytree(ASSETS_DIR / "student", student)

@@ -71,9 +71,9 @@ def test_killed_run_resumes_to_the_same_output(reference: tuple[Path, dict[str, 
     assert resumed == done, (point, resumed)
     # A kept stage's features are computed again only while a step still to run reads them:
     # the lexical stages' signatures serve SPH, the verifier's deferral and the cover check;
-    # SPH's codes serve nothing after SPH decided; Bloom always streams.
+    # SPH's codes serve the cover check until selection is checkpointed; Bloom always streams.
     all_but_bloom = sorted(set(STAGE_NAMES) - {"bloom"})
-    expected = {"after:lsh": [], "during:mgfn": ["sph"], "after:select": all_but_bloom,
+    expected = {"after:lsh": [], "during:mgfn": [], "after:select": all_but_bloom,
                 "during:write": all_but_bloom}[point]
     assert _features_reused(tmp_path / "out") == expected, point
 
@@ -136,7 +136,7 @@ def test_weights_retrained_in_place_start_afresh(reference: tuple[Path, dict[str
 
     from safetensors.numpy import load_file, save_file
 
-    from semhash_llm.stages.verify import shipped_verifier_path
+    from semhash_llm.stages.mgfn import shipped_verifier_path
 
     inp, ref = reference
     weights = tmp_path / "verifier.safetensors"

@@ -59,7 +59,7 @@ def test_per_document_neighbour_budget_on_a_crowded_code_space() -> None:
     import numpy as np
 
     from semhash_llm.sph import SPHConfig
-    from semhash_llm.stages.semantic import SPHStage
+    from semhash_llm.stages.sph import SPHStage
 
     rng = np.random.default_rng(0)
     base = rng.integers(0, 2**63, size=1, dtype=np.uint64)

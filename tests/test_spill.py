@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semhash_llm.sketch import KeyGroups, KeyOccurrences
-from semhash_llm.sketch.spill import RECORD_BYTES
+from semhash_llm.storage import KeyGroups, KeyOccurrences
+from semhash_llm.storage.spill import RECORD_BYTES
 
 MIB = 1 << 20
 N_DOCS = 10_000

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from helpers import make_corpus, write_jsonl
 
-from semhash_llm import cascade as cascade_mod
 from semhash_llm.api import deduplicate
 from semhash_llm.cascade import STAGES, StageInfo, configured_stages
 from semhash_llm.cli import main
 from semhash_llm.config import ConfigError, PipelineConfig
+from semhash_llm.pipeline import registry as registry_mod
 from semhash_llm.select import EDGE_KINDS
 from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, Stage, StreamBatch
 from semhash_llm.text.spans import remove_spans
@@ -87,7 +87,7 @@ class _LengthTwins:
 
 
 def test_a_new_stage_plugs_into_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cascade_mod, "STAGES", (StageInfo("twins", "bloom", "toy", lambda cfg: _LengthTwins()),))
+    monkeypatch.setattr(registry_mod, "STAGES", (StageInfo("twins", "bloom", "toy", lambda cfg: _LengthTwins()),))
     records = [{"id": "a", "text": "x" * 10 + " one"}, {"id": "b", "text": "y" * 10 + " two"},
                {"id": "c", "text": "a different length"}]
     result = deduplicate(records, PipelineConfig.from_dict({"select": {"keep": "first"}}))
@@ -131,7 +131,7 @@ class _Directed:
 
 @pytest.mark.parametrize("keep", ["first", "longest"])
 def test_directed_edges_and_fragments_reach_the_output(monkeypatch: pytest.MonkeyPatch, keep: str) -> None:
-    monkeypatch.setattr(cascade_mod, "STAGES", (StageInfo("directed", "bloom", "toy", lambda cfg: _Directed()),))
+    monkeypatch.setattr(registry_mod, "STAGES", (StageInfo("directed", "bloom", "toy", lambda cfg: _Directed()),))
     records = [{"id": "child", "text": "a long child text CUT that is longer than its parent, oddly"},
                {"id": "parent", "text": "the parent CUT"}, {"id": "host", "text": "a host with CUT inside"}]
     result = deduplicate(records, PipelineConfig.from_dict({"select": {"keep": keep}}))

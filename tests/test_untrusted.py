@@ -56,7 +56,7 @@ def test_verifier_weights_are_read_from_safetensors_only(tmp_path: Path) -> None
         load_mgfn(foreign)
     assert not marker.exists()
     # the shipped weights are safetensors and load
-    from semhash_llm.stages.verify import shipped_verifier_path
+    from semhash_llm.stages.mgfn import shipped_verifier_path
 
     model, extra = load_mgfn(shipped_verifier_path())
     assert shipped_verifier_path().endswith(".safetensors") and 0.0 < extra["threshold"] < 1.0

@@ -88,7 +88,7 @@ def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: 
     from semhash_llm.cascade import _cover_fn
     from semhash_llm.config import VerifierConfig
     from semhash_llm.stages.base import Edges
-    from semhash_llm.stages.verify import VerifierStage
+    from semhash_llm.stages.mgfn import VerifierStage
 
     texts = [QUESTION, QUESTION.replace("interview", "intervew"), RECORDS[3]["text"], QUESTION + " Thanks."]
     calls: list[int] = []
@@ -121,7 +121,7 @@ def test_a_verdict_does_not_depend_on_the_batch_it_sits_in() -> None:
     variance are the same alone, among other pairs, at any position, in any batch size — and the
     same whether decide or the cover check asks (either order of the pair)."""
     from semhash_llm.config import VerifierConfig
-    from semhash_llm.stages.verify import VerifierStage
+    from semhash_llm.stages.mgfn import VerifierStage
 
     texts = [QUESTION, QUESTION.replace("interview", "intervew"), "How do I cook rice in a pot?",
              "How do I cook rice in a pan?", RECORDS[3]["text"], QUESTION + " Thanks."]

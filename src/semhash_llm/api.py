@@ -24,13 +24,13 @@ from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rs
 from semhash_llm.checkpoint import CHECKPOINT_DIR
 from semhash_llm.config import PipelineConfig
 from semhash_llm.faults import failpoint
-from semhash_llm.index import DocumentIndex, IndexedSource, IndexPrefix
 from semhash_llm.io.readers import InputError, scan_inputs
 from semhash_llm.io.sources import FileSource, MemorySource, Source
 from semhash_llm.io.writers import write_documents, write_json, write_kept
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.runview import LOCATIONS, RunViewError, locations_table
 from semhash_llm.stages.base import DocStatus
-from semhash_llm.stages.passages import CONTAINED_EDGE_KIND
+from semhash_llm.storage.index import DocumentIndex, IndexedSource, IndexPrefix
 from semhash_llm.text.spans import remove_spans
 
 __all__ = ["DedupResult", "Deduplicator", "OutputWriteError", "deduplicate"]
@@ -57,10 +57,6 @@ class DedupResult:
     @property
     def num_documents(self) -> int:
         return self.documents.num_rows
-
-    @property
-    def num_removed(self) -> int:
-        return sum(1 for a in self._actions if a == "remove")
 
     @property
     def duplicate_ratio(self) -> float:
@@ -108,8 +104,8 @@ def _summary(state: CascadeState) -> dict[str, Any]:
     else:
         clusters = rows["select"].details.get("clusters", 0)
     held = state.contained[removed] if state.contained is not None else np.zeros(kinds.size, np.bool_)
-    contained = int(np.count_nonzero((kinds == CONTAINED_EDGE_KIND) | held))
-    exact = int(np.count_nonzero((kinds == 0) & ~held))
+    contained = int(np.count_nonzero((kinds == EdgeKind.CONTAINED) | held))
+    exact = int(np.count_nonzero((kinds == EdgeKind.EXACT) & ~held))
     return {
         "documents": n,
         "kept": kept,
@@ -219,7 +215,7 @@ class Deduplicator:
     def run(self, inputs: Sequence[str | Path], output: str | Path, against: str | Path | None = None) -> DedupResult:
         """Deduplicate files/directories/globs and write the output contract into ``output``.
 
-        ``against``: an index directory (:mod:`semhash_llm.index`); the input is deduplicated
+        ``against``: an index directory (:mod:`semhash_llm.storage.index`); the input is deduplicated
         against every document indexed there as well as against itself."""
         cfg = self.config
         t0 = time.perf_counter()

@@ -28,11 +28,13 @@ from semhash_llm.config import PipelineConfig
 from semhash_llm.engine import Engine, make_engine
 from semhash_llm.faults import failpoint
 from semhash_llm.fingerprint import run_fingerprint
-from semhash_llm.index import IndexPrefix
 from semhash_llm.io.readers import InputError, reason_category
 from semhash_llm.io.sources import Source
+from semhash_llm.pipeline.capabilities import capabilities_of
+from semhash_llm.pipeline.registry import STAGES, StageInfo, configured_stages
 from semhash_llm.select import EDGE_KINDS, CoverFn, Selection, refine_by_cover, select_survivors
 from semhash_llm.sketch.unionfind import UnionFind
+from semhash_llm.stages.aw import AW_EDGE_KIND, AWMinHashStage
 from semhash_llm.stages.base import (
     ComputesFeatures,
     DecideContext,
@@ -44,12 +46,12 @@ from semhash_llm.stages.base import (
     Stage,
     StreamBatch,
 )
-from semhash_llm.stages.exact import EXACT_EDGE_KIND, BloomExactStage
-from semhash_llm.stages.near import LSH_EDGE_KIND, MinHashLSHStage
-from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, PassageStage, resolve_fragments
-from semhash_llm.stages.semantic import SPH_EDGE_KIND, SPHStage
-from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, VerifierStage
-from semhash_llm.stages.weighted import AW_EDGE_KIND, AWMinHashStage
+from semhash_llm.stages.exact import EXACT_EDGE_KIND
+from semhash_llm.stages.lsh import LSH_EDGE_KIND, MinHashLSHStage
+from semhash_llm.stages.mgfn import VERIFIED_EDGE_KIND, VerifierStage
+from semhash_llm.stages.passages import CONTAINED_EDGE_KIND, resolve_fragments
+from semhash_llm.stages.sph import SPH_EDGE_KIND, SPHStage
+from semhash_llm.storage.index import IndexPrefix
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
 
@@ -229,59 +231,6 @@ class CascadeState:
         """True for documents that are written to the kept output."""
         n = int(self.status.shape[0])
         return (self.selection.keeper == np.arange(n)) & (self.status != DocStatus.SKIPPED) & self.visible
-
-
-@dataclass(frozen=True)
-class StageInfo:
-    """A stage of the cascade: its funnel name, its config section, what it does, how it is built."""
-
-    name: str
-    section: str
-    summary: str
-    build: Callable[[PipelineConfig], Stage]
-    active: Callable[[PipelineConfig], bool] | None = None
-    """Whether it runs (default: its section's ``enabled``)."""
-
-    def runs(self, config: PipelineConfig) -> bool:
-        return self.active(config) if self.active is not None else bool(getattr(config, self.section).enabled)
-
-
-STAGES: tuple[StageInfo, ...] = (
-    StageInfo("bloom", "bloom", "exact duplicates of the normalized text: BLAKE2b-128 key, Bloom filter, "
-              "every hit confirmed", lambda cfg: BloomExactStage(cfg.bloom)),
-    StageInfo("lsh", "minhash", "near duplicates: MinHash LSH, every candidate confirmed by its Jaccard estimate "
-              "(a pair with a short document goes to the verifier)",
-              lambda cfg: MinHashLSHStage(cfg.minhash)),
-    StageInfo("aw", "aw", "near duplicates by weighted Jaccard: shingles weighted by importance (line cue; "
-              "distilled attention or the teacher on request), ICWS signatures, entropy-adaptive banding over "
-              "multi-line documents; confirms the lsh and sph pairs too",
-              lambda cfg: AWMinHashStage(cfg.aw, cfg.normalize)),
-    StageInfo("sph", "sph", "semantic candidates: each document's nearest SPH codes within a Hamming radius, "
-              "confirmed by a Jaccard floor (a pair with a short document goes to the verifier)",
-              lambda cfg: SPHStage(cfg.sph)),
-    StageInfo("mgfn", "verifier", "the neural verifier: pairs with a short document, deferred by the linking "
-              "stages, re-read and decided by MGFN (character, token and semantic levels, alignment features, Monte "
-              "Carlo dropout) after a character-trigram screen", lambda cfg: VerifierStage(cfg.verifier, cfg.normalize)),
-    StageInfo("judge", "judge", "the LLM judge: the verifier's uncertain pairs, least confident first within a "
-              "budget, read by an instruction-tuned model (local GGUF or an OpenAI-compatible server) and fused with "
-              "the verifier by confidence; verdicts cached in SQLite (off by default: --judge local|openai)",
-              lambda cfg: _judge_stage(cfg), active=lambda cfg: cfg.judge.active),
-    StageInfo("passages", "passages", "containment (an excerpt leaves, its parent stays) and viral fragments "
-              "(a passage in many documents is cut from all but one)",
-              lambda cfg: PassageStage(cfg.passages, cfg.normalize)),
-)
-"""Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
-
-
-def configured_stages(config: PipelineConfig) -> list[Stage]:
-    """The enabled stages of ``config``, in cascade order, built once (models load here)."""
-    return [info.build(config) for info in STAGES if info.runs(config)]
-
-
-def _judge_stage(config: PipelineConfig) -> Stage:
-    from semhash_llm.stages.judge import JudgeStage
-
-    return JudgeStage(config.judge)
 
 
 class Cascade:
@@ -618,11 +567,12 @@ def _features_not_needed(stages: Sequence[Stage], ck: Checkpoints | None) -> fro
     """The stages whose streamed features a resumed run need not compute: their decision is
     kept, no step still to run reads them, and they claim no documents while streaming.
 
-    A stage's decision reads its own features and those of the stages it names in
-    ``reads_features_of`` (a linking stage: the verifier's deferral and AW-MinHash's
-    confirmation); the selection's cover check reads the stages that offer ``signatures`` and
-    the verifier. A stage with ``claims_documents`` (Bloom) always streams: the documents it
-    claims are the ones the others do not see."""
+    Read from each stage's :class:`~semhash_llm.pipeline.capabilities.Capabilities`: a stage's
+    decision reads its own features and those of the stages in its ``reads_features_of`` (a
+    linking stage: the verifier's deferral and AW-MinHash's confirmation); until the selection is
+    checkpointed, its cover check reads the stages that declare ``cover_evidence``. A stage
+    that ``claims_documents`` (Bloom) always streams: the documents it claims are the ones the
+    others do not see."""
     if ck is None:
         return frozenset()
     done = {st.name for i, st in enumerate(stages) if ck.has(i + 1, st.name)}
@@ -630,14 +580,13 @@ def _features_not_needed(stages: Sequence[Stage], ck: Checkpoints | None) -> fro
         return frozenset()
     needed: set[str] = set()
     for st in stages:
-        if getattr(st, "claims_documents", False):
+        if capabilities_of(st).claims_documents:
             needed.add(st.name)
         if st.name not in done:
             needed.add(st.name)
-            needed.update(getattr(st, "reads_features_of", ()))
+            needed.update(capabilities_of(st).reads_features_of)
     if not ck.has(len(stages) + 1, "select"):
-        needed.update(st.name for st in stages
-                      if callable(getattr(st, "signatures", None)) or isinstance(st, VerifierStage))
+        needed.update(st.name for st in stages if capabilities_of(st).cover_evidence)
     return frozenset(done - needed)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from semhash_llm.io.atomic import fsync_path, write_json_atomic
 from semhash_llm.io.sources import Source
+from semhash_llm.pipeline.capabilities import capabilities_of
 
 __all__ = ["Checkpoints", "input_fingerprint", "CHECKPOINT_DIR"]
 
@@ -169,7 +170,7 @@ def pack_handoff(stage: object) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     key by key."""
     arrays: dict[str, np.ndarray] = {}
     scalars: dict[str, Any] = {}
-    for name in getattr(stage, "handoff_fields", ()):
+    for name in capabilities_of(stage).handoff_fields:
         value = getattr(stage, name)
         if isinstance(value, np.ndarray):
             arrays[f"h.{name}"] = value
@@ -192,7 +193,7 @@ def pack_handoff(stage: object) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 def unpack_handoff(stage: object, arrays: dict[str, np.ndarray], scalars: dict[str, Any]) -> None:
     """Set the hand-off fields :func:`pack_handoff` stored back onto ``stage``."""
-    for name in getattr(stage, "handoff_fields", ()):
+    for name in capabilities_of(stage).handoff_fields:
         current = getattr(stage, name)
         if isinstance(current, np.ndarray):
             setattr(stage, name, arrays[f"h.{name}"])

@@ -243,7 +243,7 @@ def config_from_args(args: argparse.Namespace, base: PipelineConfig | None = Non
 
 def _only_sections(only: str) -> dict[str, bool]:
     """``--only a,b``: config section → enabled, for every stage of the cascade."""
-    from semhash_llm.cascade import STAGES
+    from semhash_llm.pipeline.registry import STAGES
 
     names = [n.strip() for n in only.split(",") if n.strip()]
     known = [info.name for info in STAGES]
@@ -255,7 +255,7 @@ def _only_sections(only: str) -> dict[str, bool]:
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:
-    from semhash_llm.cascade import STAGES
+    from semhash_llm.pipeline.registry import STAGES
 
     defaults = PipelineConfig()
     for info in STAGES:
@@ -304,7 +304,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from semhash_llm.index import DocumentIndex
+    from semhash_llm.storage.index import DocumentIndex
 
     if args.action == "info":
         print(json.dumps(DocumentIndex.open(args.index).info(), indent=1))

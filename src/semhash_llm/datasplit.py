@@ -15,17 +15,15 @@ training shares (:data:`TRAIN_FRACTIONS`) leave the benchmark enough long docume
 ``full`` size: it draws ~2,000 documents of >= 2,000 characters from a pool of ~2,630 (movie
 reviews, ABC, Lee, Wikipedia), and ABC and Lee are never used for training.
 
-``python -m semhash_llm.datasplit --bench-dir DIR`` measures what the split is for: how many
+``python -m semhash_llm.bench.leakage --bench-dir DIR`` measures what the split is for: how many
 benchmark documents have most of their word 8-grams in the training texts.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import html
 import re
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
@@ -156,42 +154,3 @@ def ngram_overlap(
         grams = _grams(doc, n)
         shares.append(len(grams & seen) / len(grams) if grams else 0.0)
     return sum(s >= threshold for s in shares), shares
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m semhash_llm.datasplit",
-        description="Count benchmark documents whose word 8-grams are mostly in the SPH training texts.",
-    )
-    parser.add_argument("--bench-dir", type=Path, required=True, help="a generated benchmark (corpus.jsonl)")
-    parser.add_argument("--data", type=Path, default=None, help="the shared data folder (default: the benchmark's)")
-    parser.add_argument("--n", type=int, default=8)
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--examples", type=int, default=5, help="print this many of the most overlapping documents")
-    args = parser.parse_args(argv)
-
-    from semhash_llm.bench.runner import default_data_dir
-    from semhash_llm.bench.truth import read_corpus
-    from semhash_llm.sph.corpus import read_corpus_documents
-
-    data = args.data or default_data_dir()
-    paths = [
-        data / "gensim_lee_wiki" / WIKIPEDIA_FIXTURE,
-        *(data / "nltk" / c for c in ("movie_reviews", "state_union", "inaugural")),
-    ]
-    records = read_corpus(args.bench_dir / "corpus.jsonl")
-    texts = [str(r["text"]) for r in records]
-    print(f"{args.bench_dir}: {len(texts):,} documents; word {args.n}-grams; threshold {args.threshold:.0%}")
-    for label, which in (("training part only (what SPH trains on)", "train"), ("whole files, no split", None)):
-        reference = [doc for _, doc in read_corpus_documents(paths, part=which)]  # type: ignore[arg-type]
-        count, shares = ngram_overlap(texts, reference, args.n, args.threshold)
-        print(f"  reference = {label}: {len(reference):,} source documents -> {count:,} of {len(texts):,} "
-              f"benchmark documents at >= {args.threshold:.0%}")
-        if which == "train" and args.examples:
-            for i in sorted(range(len(texts)), key=lambda j: -shares[j])[: args.examples]:
-                print(f"    {shares[i]:.2f}  {records[i]['id']}  {texts[i][:100]!r}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

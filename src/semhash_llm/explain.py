@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from semhash_llm.cascade import STAGES
 from semhash_llm.config import PipelineConfig
+from semhash_llm.pipeline.registry import STAGES
 from semhash_llm.runview import RunView
 from semhash_llm.stages.base import DocStatus, StreamBatch
 from semhash_llm.text.normalize import char_classes, normalize_batch
@@ -53,7 +53,7 @@ def _stage_scores(texts: list[str], config: PipelineConfig) -> dict[str, dict[st
     out["bloom"] = {"on": runs["bloom"], "score": 1.0 if same else 0.0, "threshold": 1.0, "accepts": same,
                     "what": "same normalized text (BLAKE2b-128 key)"}
     mh = config.minhash
-    from semhash_llm.stages.near import MinHashLSHStage
+    from semhash_llm.stages.lsh import MinHashLSHStage
 
     lsh = MinHashLSHStage(mh)
     sigs = lsh.compute(texts, config.normalize, config.shingle)["signatures"]
@@ -68,7 +68,7 @@ def _stage_scores(texts: list[str], config: PipelineConfig) -> dict[str, dict[st
                   "candidate": any(bands), "deferred_to_verifier": bool(short)}
     aw = config.aw
     if runs["aw"]:
-        from semhash_llm.stages.weighted import AWMinHashStage
+        from semhash_llm.stages.aw import AWMinHashStage
 
         stage = AWMinHashStage(aw, config.normalize)
         stage.process(batch)
@@ -88,7 +88,7 @@ def _stage_scores(texts: list[str], config: PipelineConfig) -> dict[str, dict[st
         out["aw"] = {"on": False, "score": None, "threshold": aw.threshold, "accepts": False, "what": "off in this run"}
     sp = config.sph
     if runs["sph"]:
-        from semhash_llm.stages.semantic import SPHStage
+        from semhash_llm.stages.sph import SPHStage
 
         codes = SPHStage(sp).compute(texts, config.normalize, config.shingle)["codes"]
         dist = _hamming(codes[0:1], codes[1:2])
@@ -100,7 +100,7 @@ def _stage_scores(texts: list[str], config: PipelineConfig) -> dict[str, dict[st
     else:
         out["sph"] = {"on": False, "score": None, "threshold": sp.radius, "accepts": False, "what": "off in this run"}
     if runs["mgfn"]:
-        from semhash_llm.stages.verify import VerifierStage
+        from semhash_llm.stages.mgfn import VerifierStage
         from semhash_llm.verify.features import screen_pairs
 
         ver = VerifierStage(config.verifier, config.normalize)

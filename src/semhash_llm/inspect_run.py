@@ -64,7 +64,7 @@ def cluster_members(view: RunView, cluster_id: str, limit: int = 50) -> list[dic
 def similar_documents(view: RunView, doc_id: str, top: int = 10) -> dict[str, list[dict[str, Any]]]:
     """The ``top`` documents most like ``doc_id``: ``lexical`` (MinHash Jaccard estimate, the lsh
     stage's signatures) and ``semantic`` (Hamming distance of SPH codes, when SPH ran)."""
-    from semhash_llm.stages.near import MinHashLSHStage
+    from semhash_llm.stages.lsh import MinHashLSHStage
 
     cfg = view.config
     target = view.row(doc_id)
@@ -73,7 +73,7 @@ def similar_documents(view: RunView, doc_id: str, top: int = 10) -> dict[str, li
     qsig = lsh.compute([query_text], cfg.normalize, cfg.shingle)["signatures"][0]
     sph = None
     if cfg.sph.enabled:
-        from semhash_llm.stages.semantic import SPHStage
+        from semhash_llm.stages.sph import SPHStage
 
         sph = SPHStage(cfg.sph)
         qcode = sph.compute([query_text], cfg.normalize, cfg.shingle)["codes"][0:1]

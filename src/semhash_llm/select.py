@@ -16,21 +16,13 @@ import numba as nb
 import numpy as np
 
 from semhash_llm.config import SelectConfig
+from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.sketch.unionfind import UnionFind, cluster_roots
 
 __all__ = ["EDGE_KINDS", "Selection", "select_survivors", "refine_by_cover", "CoverFn"]
 
-# Edge kind → (relation, decided_by). Later stages append kinds.
-EDGE_KINDS: dict[int, tuple[str, str]] = {
-    0: ("exact", "bloom"),
-    1: ("near_duplicate", "lsh"),
-    2: ("near_duplicate", "sph"),
-    3: ("contained_in", "passages"),
-    4: ("near_duplicate", "passages"),
-    5: ("near_duplicate", "aw"),
-    6: ("near_duplicate", "verifier"),
-    7: ("near_duplicate", "judge"),
-}
+EDGE_KINDS: dict[int, tuple[str, str]] = EDGE_RELATIONS
+"""Edge kind → (relation, decided_by): :data:`semhash_llm.pipeline.edges.EDGE_RELATIONS`."""
 
 
 @dataclass

@@ -10,8 +10,8 @@ import pytest
 from semhash_llm.bench.scorer import (
     DecisionsError,
     decisions_table,
-    label_pairs,
     keep_all_decisions,
+    label_pairs,
     oracle_decisions,
     remove_all_decisions,
     score,

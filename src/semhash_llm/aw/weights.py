@@ -21,7 +21,7 @@ penalised against itself: the scaling to mean 1 keeps its shingles' relative wei
 weighted Jaccard compares two documents' weights, not absolute values.
 
 Two helpers serve the stage's line document frequencies (page chrome that recurs across a site's
-pages, :mod:`semhash_llm.stages.weighted`): :func:`line_weights`, each line's share of the
+pages, :mod:`semhash_llm.stages.aw`): :func:`line_weights`, each line's share of the
 weighted shingles (a shingle counts on the line of its first token), and
 :func:`shingle_span_max`, the largest per-token value (a line's document frequency) over each
 shingle's tokens, to drop the shingles that touch a recurring line.

@@ -196,11 +196,6 @@ def _sentence_split(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", re.sub(r"\s+", " ", text)) if s.strip()]
 
 
-def _is_english_like(text: str) -> bool:
-    ascii_share = sum(1 for c in text if ord(c) < 128) / max(1, len(text))
-    return ascii_share > 0.97
-
-
 def generate(
     data_dir: Path | str,
     size: BenchSize | str,

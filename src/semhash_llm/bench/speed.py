@@ -202,7 +202,7 @@ class SpeedRow:
 
 def _run_semhash(texts: list[str]) -> np.ndarray:
     from semhash_llm import PipelineConfig, deduplicate
-    from semhash_llm.cascade import STAGES
+    from semhash_llm.pipeline.registry import STAGES
 
     # `--only bloom,lsh`, built from the stage list so that a new stage never joins this row unseen;
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.

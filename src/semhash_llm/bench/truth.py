@@ -116,10 +116,6 @@ class GroundTruth:
     semantic_pairs: list[tuple[str, str]] = field(default_factory=list)
 
     # ---- derived views -------------------------------------------------------------------------
-    @property
-    def negative_families(self) -> list[str]:
-        return sorted({n.family for n in self.negatives})
-
     def counts(self) -> dict[str, int]:
         roles: dict[str, int] = {}
         for info in self.documents.values():

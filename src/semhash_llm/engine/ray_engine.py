@@ -29,7 +29,7 @@ class StageFeatures:
     """A Ray Data actor: builds the named stages once, then computes their features per block."""
 
     def __init__(self, config: dict[str, Any], stages: tuple[str, ...]) -> None:
-        from semhash_llm.cascade import STAGES
+        from semhash_llm.pipeline.registry import STAGES
 
         self.config = PipelineConfig.from_dict(config)
         built = (info.build(self.config) for info in STAGES if info.name in stages)

@@ -1,8 +1,6 @@
 """Pure hashing kernels, free of I/O: Bloom filter, MinHash, weighted MinHash (CWS), LSH banding,
-union-find; document frequencies in a count-min sketch (``docfreq``).
-
-The one exception is ``spill``: key occurrences counted with bounded memory, spilling sorted
-runs to a temporary directory.
+union-find; document frequencies in a count-min sketch (``docfreq``). What is kept on disk
+(spilled key runs, index segments) is in :mod:`semhash_llm.storage`.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from semhash_llm.sketch.bloom import BloomFilter, ScalableBloomFilter, bloom_par
 from semhash_llm.sketch.cws import cws_signatures, weighted_jaccard, weighted_jaccard_estimate
 from semhash_llm.sketch.lsh import lsh_probability, optimal_lsh_params
 from semhash_llm.sketch.minhash import MinHash, jaccard_estimate, minhash_permutations
-from semhash_llm.sketch.spill import KeyCountStats, KeyGroups, KeyOccurrences
 from semhash_llm.sketch.unionfind import UnionFind
 
 __all__ = [
@@ -27,7 +24,4 @@ __all__ = [
     "jaccard_estimate",
     "minhash_permutations",
     "UnionFind",
-    "KeyOccurrences",
-    "KeyGroups",
-    "KeyCountStats",
 ]

@@ -1,4 +1,4 @@
-"""Stage ``aw``, attention-weighted MinHash: near duplicates by weighted Jaccard, chrome weighing ~0.
+"""Stage ``aw`` (config ``aw``; paper B, Attention-Weighted MinHash): near duplicates by weighted Jaccard, chrome weighing ~0.
 
 While the input streams, every document of at least ``min_lines`` lines with tokens that reaches
 the feature stages (a text of one line has no chrome to discount: plain MinHash decides it, and
@@ -78,11 +78,13 @@ import numpy as np
 from semhash_llm.aw.importance import ImportanceModel
 from semhash_llm.aw.weights import line_cue, line_weights, shingle_span_max, weighted_shingles
 from semhash_llm.config import AWConfig, NormalizeConfig, ShingleConfig
+from semhash_llm.pipeline.capabilities import Capabilities
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures, weighted_jaccard
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
 from semhash_llm.sketch.lsh import Deferred, band_key_column, link_band, min_equal_slots
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, deferral, read_pair_texts
-from semhash_llm.stages.near import _mapped_array
+from semhash_llm.stages.lsh import _mapped_array
 from semhash_llm.text.lines import LineBatch, token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
@@ -91,7 +93,7 @@ __all__ = ["AWMinHashStage", "AW_EDGE_KIND", "LINE_SAMPLE", "weight_entropy", "e
 
 logger = logging.getLogger(__name__)
 
-AW_EDGE_KIND = 5
+AW_EDGE_KIND = EdgeKind.AW
 LINE_SAMPLE = 32
 """Long lines each document keeps (a priority sample by weight) to tell whether it is templated."""
 _RECHECK_CHUNK = 2048  # pairs re-read at a time
@@ -207,12 +209,8 @@ class AWMinHashStage:
     """Weighted shingles and ICWS signatures while streaming; entropy-adaptive banding after."""
 
     name = "aw"
-    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
-    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
-    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
-    reads_features_of: tuple[str, ...] = ("mgfn",)
-    """The other stages whose streamed features this one's decision reads (the verifier's deferral); a resumed
-    run computes a kept stage's features again only while a step still to run reads them."""
+    capabilities = Capabilities(reads_features_of=("mgfn",), handoff_fields=("deferred_", "counters_"), cover_evidence=True)
+    """Its deferred pairs and proposal count go to the verifier; the cover check reads its weighted signatures."""
 
     def __init__(self, config: AWConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config

@@ -18,6 +18,11 @@ then runs it on workers, over the featured texts of each batch, with the stage b
 worker, and hands the rows back in :attr:`StreamBatch.precomputed`, where ``process`` takes
 them instead of computing them (the minhash signatures, the SPH codes).
 
+A stage declares how it relates to the others in one class attribute,
+``capabilities = Capabilities(...)`` (:mod:`semhash_llm.pipeline.capabilities`: whether it
+claims documents or adjudicates, whose features it reads, what it hands on, whether the cover
+check reads its features); the stage list itself is :mod:`semhash_llm.pipeline.registry`.
+
 The cascade (:mod:`semhash_llm.cascade`) is a loop over the configured stages; it times
 both halves, records peak memory and turns each decision into the stage's funnel row the
 same way for every stage.

@@ -1,4 +1,4 @@
-"""Stage 1, Bloom exact: exact duplicates of the normalized text leave first.
+"""Stage ``bloom`` (config ``bloom``; paper F.1, the Bloom exact stage): exact duplicates of the normalized text leave first.
 
 Streaming: every document's 128-bit digest goes through a (scalable) Bloom filter. A miss
 proves the document is new; a hit marks it as a *candidate* exact duplicate, and it skips
@@ -15,10 +15,12 @@ import numba as nb
 import numpy as np
 
 from semhash_llm.config import BloomConfig
+from semhash_llm.pipeline.capabilities import Capabilities
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.bloom import ScalableBloomFilter
 from semhash_llm.stages.base import DecideContext, Decision, DocStatus, Edges, StreamBatch
 
-EXACT_EDGE_KIND = 0
+EXACT_EDGE_KIND = EdgeKind.EXACT
 
 __all__ = ["BloomExactStage", "confirm_exact", "EXACT_EDGE_KIND"]
 
@@ -67,9 +69,8 @@ class BloomExactStage:
     """The streaming half of stage 1: ask the Bloom filter about each batch of digests."""
 
     name = "bloom"
-    claims_documents = True
-    """The documents it claims while streaming are the ones the later stages do not see: it
-    streams on every run, resumed or not."""
+    capabilities = Capabilities(claims_documents=True)
+    """The documents it claims while streaming are the ones later stages do not see: it streams on every run, resumed or not."""
 
     def __init__(self, config: BloomConfig) -> None:
         self.config = config

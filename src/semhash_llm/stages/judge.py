@@ -1,7 +1,7 @@
-"""Stage ``judge``: an instruction-tuned LLM reads the few pairs the verifier is unsure about.
+"""Stage ``judge`` (config ``judge``; paper D, LLM-as-judge): an instruction-tuned LLM reads the few pairs the verifier is unsure about.
 
 The verifier (stage ``mgfn``) hands over its uncertain pairs instead of linking them
-(:class:`semhash_llm.stages.verify.Referred`). This stage:
+(:class:`semhash_llm.stages.mgfn.Referred`). This stage:
 
 1. orders them least confident first and takes at most ``max_fraction`` of the candidate
    pairs (:func:`semhash_llm.judge.fusion.route_order`);
@@ -41,9 +41,11 @@ from semhash_llm.judge.cache import JudgeCache, pair_key
 from semhash_llm.judge.fusion import calibrate, fuse, route_order
 from semhash_llm.judge.guard import Redacted, redact_instructions
 from semhash_llm.judge.prompt import PROMPT_VERSION, Verdict
+from semhash_llm.pipeline.capabilities import Capabilities
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.unionfind import uf_find, uf_union
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, read_pair_texts
-from semhash_llm.stages.verify import VERIFIED_EDGE_KIND, Referred
+from semhash_llm.stages.mgfn import VERIFIED_EDGE_KIND, Referred
 
 __all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "Calibration", "default_cache_path", "shipped_calibration_path",
            "load_calibration",
@@ -51,7 +53,7 @@ __all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "Calibration", "default_cache_path"
 
 logger = logging.getLogger(__name__)
 
-JUDGED_EDGE_KIND = 7
+JUDGED_EDGE_KIND = EdgeKind.JUDGED
 _CHUNK = 32  # pairs per backend call batch (progress is reported between batches)
 
 
@@ -134,10 +136,8 @@ class JudgeStage:
     """Nothing while streaming; after the verifier, the uncertain pairs judged, fused and linked."""
 
     name = "judge"
-    handoff_fields: tuple[str, ...] = ("log_",)
-    """Its pair log, written as judge_pairs.parquet after the run (restored on resume)."""
-    adjudicates = True
-    """The verifier hands its uncertain pairs to a stage that says so, instead of linking them."""
+    capabilities = Capabilities(handoff_fields=("log_",), adjudicates=True)
+    """It adjudicates the verifier's uncertain pairs; its pair log becomes judge_pairs.parquet."""
 
     def __init__(self, config: JudgeConfig, judge: Judge | None = None) -> None:
         self.config = config

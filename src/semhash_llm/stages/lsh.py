@@ -1,4 +1,4 @@
-"""Stage 3, MinHash LSH: near duplicates by estimated Jaccard similarity of shingle sets.
+"""Stage ``lsh`` (config ``minhash``; the paper's lexical LSH tier of the cascade): near duplicates by estimated Jaccard similarity of shingle sets.
 
 Signatures are computed batch by batch while the input streams (only they are kept, not
 the texts). After the stream, each band's keys are sorted and its buckets are linked by
@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from semhash_llm.config import MinHashConfig, NormalizeConfig, ShingleConfig
+from semhash_llm.pipeline.capabilities import Capabilities
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.lsh import (
     Confirmation,
     Deferred,
@@ -31,7 +33,7 @@ from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
 __all__ = ["MinHashLSHStage", "Edges", "LSH_EDGE_KIND"]  # Edges: re-exported from stages.base
 
-LSH_EDGE_KIND = 1
+LSH_EDGE_KIND = EdgeKind.LSH
 
 _SPACES = re.compile(r"\s+")
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -69,12 +71,8 @@ class MinHashLSHStage:
     """Signatures while streaming; LSH linking after the stream."""
 
     name = "lsh"
-    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
-    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
-    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
-    reads_features_of: tuple[str, ...] = ("aw", "mgfn")
-    """The other stages whose streamed features this one's decision reads (AW-MinHash's confirmation, the verifier's deferral); a resumed
-    run computes a kept stage's features again only while a step still to run reads them."""
+    capabilities = Capabilities(reads_features_of=("aw", "mgfn"), handoff_fields=("deferred_", "counters_"), cover_evidence=True)
+    """Its deferred pairs and proposal count go to the verifier; AW-MinHash confirms its pairs; the cover check reads its signatures."""
 
     def __init__(self, config: MinHashConfig) -> None:
         self.config = config

@@ -1,4 +1,4 @@
-"""Stage ``mgfn``, the neural verifier: it decides the candidate pairs that hashing cannot settle.
+"""Stage ``mgfn`` (config ``verifier``; paper E, the multi-granularity fusion network, and C, contrastive boundaries with Monte Carlo dropout): the neural verifier decides the candidate pairs that hashing cannot settle.
 
 The linking stages (``lsh``, ``aw``, ``sph``) settle a pair on its hash score when both of its
 documents are long enough for the estimate to mean something. A pair with a document shorter
@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 
 from semhash_llm.config import ConfigError, NormalizeConfig, VerifierConfig
+from semhash_llm.pipeline.capabilities import Capabilities, capabilities_of
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.lsh import Deferred
 from semhash_llm.sketch.unionfind import cluster_roots, uf_find, uf_union
 from semhash_llm.stages.base import DecideContext, Decision, Deferral, Edges, StreamBatch, read_pair_texts
@@ -51,7 +53,7 @@ __all__ = ["VerifierStage", "VERIFIED_EDGE_KIND", "Referred", "shipped_verifier_
 
 logger = logging.getLogger(__name__)
 
-VERIFIED_EDGE_KIND = 6
+VERIFIED_EDGE_KIND = EdgeKind.VERIFIED
 
 
 def shipped_verifier_path() -> str:
@@ -85,15 +87,15 @@ class Referred:
 
 def _judge_follows(ctx: DecideContext) -> bool:
     """Whether a stage that adjudicates uncertain pairs (the judge) runs after the verifier."""
-    return any(getattr(stage, "adjudicates", False) is True for stage in ctx.stages.values())
+    return any(capabilities_of(stage).adjudicates for stage in ctx.stages.values())
 
 
 class VerifierStage:
     """Token counts while streaming; deferred pairs verified by MGFN after the linking stages."""
 
     name = "mgfn"
-    handoff_fields: tuple[str, ...] = ("referred_",)
-    """The uncertain pairs the judge reads after this stage decided (restored on resume)."""
+    capabilities = Capabilities(handoff_fields=("referred_",), cover_evidence=True)
+    """Its uncertain pairs go to the judge; the cover check asks it about short pairs."""
 
     def __init__(self, config: VerifierConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config

@@ -1,10 +1,10 @@
-"""The passage stage: containment (type D) and viral fragments (type E).
+"""Stage ``passages`` (config ``passages``; the paper's containment and viral fragments, types D and E).
 
 While the input streams, every document that reaches the feature stages is cut into
 passages (:func:`semhash_llm.text.passages.passages_batch`: sentences grouped to a minimum
 length, content-anchored windows where text has no boundaries), each with code-point
 offsets into the original text, an exact key and near keys. The keys go to two
-:class:`~semhash_llm.sketch.spill.KeyOccurrences` (sorted runs spilled to disk past the
+:class:`~semhash_llm.storage.spill.KeyOccurrences` (sorted runs spilled to disk past the
 memory budget); per passage only its document, offsets and token count are kept.
 
 After the stream, in this order:
@@ -57,7 +57,7 @@ import numba as nb
 import numpy as np
 
 from semhash_llm.config import NormalizeConfig, PassageConfig
-from semhash_llm.sketch.spill import KeyOccurrences
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.stages.base import (
     DecideContext,
     Decision,
@@ -67,6 +67,7 @@ from semhash_llm.stages.base import (
     StreamBatch,
     read_pair_texts,
 )
+from semhash_llm.storage.spill import KeyOccurrences
 from semhash_llm.text.containment import shingle_containment
 from semhash_llm.text.lines import span_line_cues
 from semhash_llm.text.normalize import char_classes
@@ -76,8 +77,8 @@ __all__ = ["PassageStage", "CONTAINED_EDGE_KIND", "PASSAGE_NEAR_EDGE_KIND", "res
 
 logger = logging.getLogger(__name__)
 
-CONTAINED_EDGE_KIND = 3
-PASSAGE_NEAR_EDGE_KIND = 4
+CONTAINED_EDGE_KIND = EdgeKind.CONTAINED
+PASSAGE_NEAR_EDGE_KIND = EdgeKind.PASSAGE_NEAR
 MIN_NEAR_BANDS = 2
 PROSE_TOKENS_PER_LINE = 6
 PAIR_OCCURRENCES_PER_DOC = 4

@@ -1,4 +1,4 @@
-"""Stage 2, SPH blocking: semantic candidate pairs from learned binary codes.
+"""Stage ``sph`` (config ``sph``; paper A, Semantic Projection Hashing): semantic candidate pairs from learned binary codes.
 
 While the input streams, every document that reaches the feature stage gets a K-bit SPH
 code from the distilled student (:mod:`semhash_llm.sph`); only the codes are kept (8 bytes
@@ -13,7 +13,7 @@ semantic neighbourhood that lexical banding cannot see (re-wrapped, re-worded, r
 A proposed pair of two longer documents is confirmed lexically: it is accepted when the
 MinHash estimate of its Jaccard similarity reaches ``SPHConfig.min_jaccard``, a floor below the
 LSH threshold. A pair with a short document goes to the neural verifier when it runs
-(:class:`semhash_llm.stages.verify.VerifierStage`), which reads the two texts. SPH never
+(:class:`semhash_llm.stages.mgfn.VerifierStage`), which reads the two texts. SPH never
 merges two documents on meaning alone.
 """
 
@@ -25,29 +25,27 @@ from collections.abc import Sequence
 import numpy as np
 
 from semhash_llm.config import NormalizeConfig, ShingleConfig
+from semhash_llm.pipeline.capabilities import Capabilities
+from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.lsh import Confirmation, Deferred, link_pairs, min_equal_slots
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.sph.blocking import CandidatePairs, hamming_candidates, hamming_knn
 from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
-from semhash_llm.stages.near import MinHashLSHStage
+from semhash_llm.stages.lsh import MinHashLSHStage
 
 __all__ = ["SPHStage", "SPH_EDGE_KIND"]
 
-SPH_EDGE_KIND = 2
+SPH_EDGE_KIND = EdgeKind.SPH
 
 
 class SPHStage:
     """Codes while streaming; Hamming blocking and lexical confirmation after the stream."""
 
     name = "sph"
-    handoff_fields: tuple[str, ...] = ("deferred_", "counters_")
-    """What a later stage reads from this one after it decided (the verifier: its deferred pairs
-    and proposal count); a resumed run restores it (:mod:`semhash_llm.checkpoint`)."""
-    reads_features_of: tuple[str, ...] = ("lsh", "aw", "mgfn")
-    """The other stages whose streamed features this one's decision reads (MinHash signatures and clusters, AW-MinHash's confirmation,
-    the verifier's deferral); a resumed
-    run computes a kept stage's features again only while a step still to run reads them."""
+    capabilities = Capabilities(reads_features_of=("lsh", "aw", "mgfn"), handoff_fields=("deferred_", "counters_"),
+                                cover_evidence=True)
+    """It reads the MinHash signatures and clusters, AW-MinHash's confirmation and the verifier's deferral; its deferred pairs go to the verifier; the cover check reads its codes."""
 
     def __init__(self, config: SPHConfig) -> None:
         self.config = config

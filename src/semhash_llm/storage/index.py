@@ -47,8 +47,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semhash_llm import __version__
-from semhash_llm.fingerprint import weights_fingerprint
 from semhash_llm.config import ConfigError, PipelineConfig, ReaderConfig
+from semhash_llm.fingerprint import weights_fingerprint
 from semhash_llm.io.atomic import fsync_path, write_json_atomic
 from semhash_llm.io.readers import InputError, InputFile, scan_inputs
 from semhash_llm.io.sources import FileSource
@@ -239,7 +239,7 @@ class DocumentIndex:
     def add(self, inputs: Sequence[str | Path], config: PipelineConfig,
             progress: Callable[[str, int, int | None], None] | None = None) -> dict[str, Any]:
         """Index the documents of ``inputs`` as a new segment; its summary."""
-        from semhash_llm.cascade import STAGES
+        from semhash_llm.pipeline.registry import STAGES
         from semhash_llm.text.normalize import char_classes, normalize_batch
         from semhash_llm.text.tokenize import tokenize_batch
 

@@ -351,11 +351,6 @@ def _f(x: object, digits: int = 4) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
-def load_report(path: str | Path) -> TrainReport:
-    """Read a ``train_report.json`` back (e.g. to re-render the model card)."""
-    return TrainReport(**json.loads(Path(path).read_text(encoding="utf-8")))
-
-
 def _split_lines(report: TrainReport) -> list[str]:
     """The model card's paragraph on the benchmark split and the held-out documents."""
     cfg = report.config
@@ -371,7 +366,7 @@ def _split_lines(report: TrainReport) -> list[str]:
             "part. Training read only the training part, and left out training-part documents that copy a",
             f"benchmark-part one ({data.get('copies_of_benchmark_documents_left_out', 0)}: the reviews hold a few duplicates);",
             "the development benchmark (`semhash-llm bench`) is built only from the benchmark part, so no benchmark",
-            "document, excerpt, host or planted passage was seen in training (`python -m semhash_llm.datasplit",
+            "document, excerpt, host or planted passage was seen in training (`python -m semhash_llm.bench.leakage",
             "--bench-dir DIR` counts the benchmark documents that share most of their word 8-grams with training).",
         ]
     else:

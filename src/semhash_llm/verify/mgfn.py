@@ -1,4 +1,4 @@
-"""MGFN, the multi-granularity fusion network of the neural verifier (the ``mgfn`` stage: :mod:`semhash_llm.stages.verify`).
+"""MGFN, the multi-granularity fusion network of the neural verifier (the ``mgfn`` stage: :mod:`semhash_llm.stages.mgfn`).
 
 One encoder reads a document at three granularities and fuses them with a gate:
 
