@@ -243,22 +243,23 @@ def config_from_args(args: argparse.Namespace, base: PipelineConfig | None = Non
 
 def _only_sections(only: str) -> dict[str, bool]:
     """``--only a,b``: config section → enabled, for every stage of the cascade."""
-    from semhash_llm.pipeline.registry import STAGES
+    from semhash_llm.pipeline.registry import stages as registered_stages
 
     names = [n.strip() for n in only.split(",") if n.strip()]
-    known = [info.name for info in STAGES]
+    known = [info.name for info in registered_stages()]
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise ConfigError(f"The 'only' parameter must be a comma-separated list of stage names among "
                           f"{', '.join(known)}. Got {only!r} instead. `semhash-llm stages` lists them.")
-    return {info.section: info.name in names for info in STAGES}
+    defaults = PipelineConfig()  # a registered stage without a config section runs by its own active()
+    return {info.section: info.name in names for info in registered_stages() if hasattr(defaults, info.section)}
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:
-    from semhash_llm.pipeline.registry import STAGES
+    from semhash_llm.pipeline.registry import stages as registered_stages
 
     defaults = PipelineConfig()
-    for info in STAGES:
+    for info in registered_stages():
         on = "on " if info.runs(defaults) else "off"
         print(f"{info.name:<8} {on}  [{info.section}]  {info.summary}")
     return 0

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from semhash_llm.config import PipelineConfig
-from semhash_llm.pipeline.registry import STAGES
+from semhash_llm.pipeline.registry import stages as registered_stages
 from semhash_llm.runview import RunView
 from semhash_llm.stages.base import DocStatus, StreamBatch
 from semhash_llm.text.normalize import char_classes, normalize_batch
@@ -44,7 +44,7 @@ def _hamming(a: np.ndarray, b: np.ndarray) -> int:
 
 def _stage_scores(texts: list[str], config: PipelineConfig) -> dict[str, dict[str, Any]]:
     """Every stage's score for ``texts[0]`` against ``texts[1]``, with the thresholds in force."""
-    runs = {info.name: info.runs(config) for info in STAGES}
+    runs = {info.name: info.runs(config) for info in registered_stages()}
     batch = _batch(texts, config)
     tokens = batch.tokens.num_tokens.astype(int).tolist()
     out: dict[str, dict[str, Any]] = {}

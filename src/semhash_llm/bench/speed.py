@@ -202,12 +202,13 @@ class SpeedRow:
 
 def _run_semhash(texts: list[str]) -> np.ndarray:
     from semhash_llm import PipelineConfig, deduplicate
-    from semhash_llm.pipeline.registry import STAGES
+    from semhash_llm.pipeline.registry import stages as registered_stages
 
     # `--only bloom,lsh`, built from the stage list so that a new stage never joins this row unseen;
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
     sections: dict[str, dict[str, object]] = {info.section: {"enabled": info.name in ("bloom", "lsh")}
-                                              for info in STAGES}
+                                              for info in registered_stages()
+                                              if hasattr(PipelineConfig(), info.section)}
     sections["minhash"]["threshold"] = 0.8  # the peers' threshold (the cascade's default, 0.6, has a verifier behind it)
     res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, **sections}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"

@@ -29,10 +29,10 @@ class StageFeatures:
     """A Ray Data actor: builds the named stages once, then computes their features per block."""
 
     def __init__(self, config: dict[str, Any], stages: tuple[str, ...]) -> None:
-        from semhash_llm.pipeline.registry import STAGES
+        from semhash_llm.pipeline.registry import stages as registered_stages
 
         self.config = PipelineConfig.from_dict(config)
-        built = (info.build(self.config) for info in STAGES if info.name in stages)
+        built = (info.build(self.config) for info in registered_stages() if info.name in stages)
         self.stages = {st.name: st for st in built if isinstance(st, ComputesFeatures)}
 
     def __call__(self, block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -5,14 +5,28 @@ A stage is one module under :mod:`semhash_llm.stages` with a class that follows 
 :class:`StageInfo` in :data:`STAGES`) gives it a name for ``--no-<name>``, ``--only`` and the
 funnel of ``report.json``, a config section whose ``enabled`` turns it on and off, and a place
 in the order. Nothing here imports :mod:`semhash_llm.cascade`.
+
+A stage of your own is one module and one call::
+
+    from semhash_llm.pipeline.registry import StageInfo, register
+
+    register(StageInfo("casefold", "casefold", "exact duplicates up to letter case",
+                       build=lambda cfg: CasefoldStage(), active=lambda cfg: True),
+             before="lsh", edge_kinds={100: ("exact", "casefold")})
+
+``edge_kinds`` names the ``relation`` and ``decided_by`` that ``documents.parquet`` gives a
+document removed over an edge of that kind (:mod:`semhash_llm.pipeline.edges`).
+``tests/test_stage_registry.py`` adds such a stage and runs the cascade with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from semhash_llm.config import PipelineConfig
+from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.stages.aw import AWMinHashStage
 from semhash_llm.stages.base import Stage
 from semhash_llm.stages.exact import BloomExactStage
@@ -21,7 +35,8 @@ from semhash_llm.stages.mgfn import VerifierStage
 from semhash_llm.stages.passages import PassageStage
 from semhash_llm.stages.sph import SPHStage
 
-__all__ = ["StageInfo", "STAGES", "configured_stages", "stage_names"]
+__all__ = ["StageInfo", "STAGES", "BUILTIN_STAGES", "configured_stages", "stage_names", "stages", "register",
+           "unregister", "registered"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +48,8 @@ class StageInfo:
     summary: str
     build: Callable[[PipelineConfig], Stage]
     active: Callable[[PipelineConfig], bool] | None = None
-    """Whether it runs (default: its section's ``enabled``)."""
+    """Whether it runs (default: its section's ``enabled``; a stage without a section of
+    :class:`~semhash_llm.config.PipelineConfig` must give one)."""
 
     def runs(self, config: PipelineConfig) -> bool:
         return self.active(config) if self.active is not None else bool(getattr(config, self.section).enabled)
@@ -66,9 +82,77 @@ STAGES: tuple[StageInfo, ...] = (
 """Every stage, in cascade order. ``--no-<name>`` and ``--only`` use these names."""
 
 
+BUILTIN_STAGES: tuple[StageInfo, ...] = STAGES
+"""The stages the package ships, in cascade order."""
+
+
+def stages() -> tuple[StageInfo, ...]:
+    """The registered stages now, in cascade order (the built-in ones and any :func:`register` added)."""
+    return STAGES
+
+
 def configured_stages(config: PipelineConfig) -> list[Stage]:
     """The enabled stages of ``config``, in cascade order, built once (models load here)."""
-    return [info.build(config) for info in STAGES if info.runs(config)]
+    return [info.build(config) for info in stages() if info.runs(config)]
+
+
+def register(info: StageInfo, *, before: str | None = None, after: str | None = None,
+             edge_kinds: Mapping[int, tuple[str, str]] | None = None) -> None:
+    """Add a stage to the cascade, before or after a registered one (default: last).
+
+    ``edge_kinds`` maps each edge kind the stage emits (an int in 8–255: 0–7 are the built-in
+    :class:`~semhash_llm.pipeline.edges.EdgeKind`) to its ``(relation, decided_by)``.
+    Raises :class:`ValueError` naming what clashes: a taken stage name, an unknown neighbour,
+    both neighbours, or an edge kind out of range or taken.
+    """
+    global STAGES
+    names = [s.name for s in STAGES]
+    if info.name in names:
+        raise ValueError(f"stage {info.name!r} is already registered; registered stages: {', '.join(names)}")
+    if before is not None and after is not None:
+        raise ValueError(f"stage {info.name!r}: give before= or after=, not both")
+    anchor = before if before is not None else after
+    if anchor is not None and anchor not in names:
+        raise ValueError(f"stage {info.name!r}: no registered stage {anchor!r} to place it by; "
+                         f"registered stages: {', '.join(names)}")
+    if info.active is None and not hasattr(PipelineConfig(), info.section):
+        raise ValueError(f"stage {info.name!r}: PipelineConfig has no section {info.section!r}; "
+                         "pass active= to say when it runs")
+    kinds = dict(edge_kinds or {})
+    for kind in kinds:
+        if not 8 <= int(kind) <= 255 or int(kind) in EDGE_RELATIONS:
+            raise ValueError(f"stage {info.name!r}: edge kind {kind} is out of 8–255 or already taken "
+                             f"(taken: {sorted(EDGE_RELATIONS)})")
+    at = len(names) if anchor is None else names.index(anchor) + (0 if before is not None else 1)
+    STAGES = (*STAGES[:at], info, *STAGES[at:])
+    EDGE_RELATIONS.update({int(k): v for k, v in kinds.items()})
+    _OWN_KINDS[info.name] = tuple(int(k) for k in kinds)
+
+
+def unregister(name: str) -> None:
+    """Remove a stage :func:`register` added (and its edge kinds); a built-in stage stays."""
+    global STAGES
+    if name in {s.name for s in BUILTIN_STAGES}:
+        raise ValueError(f"stage {name!r} is built in; turn it off with its config section or --no-{name}")
+    if name not in {s.name for s in STAGES}:
+        raise ValueError(f"stage {name!r} is not registered")
+    STAGES = tuple(s for s in STAGES if s.name != name)
+    for kind in _OWN_KINDS.pop(name, ()):
+        EDGE_RELATIONS.pop(kind, None)
+
+
+@contextmanager
+def registered(info: StageInfo, *, before: str | None = None, after: str | None = None,
+               edge_kinds: Mapping[int, tuple[str, str]] | None = None) -> Iterator[StageInfo]:
+    """:func:`register` for the duration of a ``with`` block (tests, one-off runs)."""
+    register(info, before=before, after=after, edge_kinds=edge_kinds)
+    try:
+        yield info
+    finally:
+        unregister(info.name)
+
+
+_OWN_KINDS: dict[str, tuple[int, ...]] = {}
 
 
 def _judge_stage(config: PipelineConfig) -> Stage:
@@ -79,4 +163,4 @@ def _judge_stage(config: PipelineConfig) -> Stage:
 
 def stage_names() -> tuple[str, ...]:
     """The registered stage names, in cascade order."""
-    return tuple(info.name for info in STAGES)
+    return tuple(info.name for info in stages())

@@ -239,7 +239,7 @@ class DocumentIndex:
     def add(self, inputs: Sequence[str | Path], config: PipelineConfig,
             progress: Callable[[str, int, int | None], None] | None = None) -> dict[str, Any]:
         """Index the documents of ``inputs`` as a new segment; its summary."""
-        from semhash_llm.pipeline.registry import STAGES
+        from semhash_llm.pipeline.registry import stages as registered_stages
         from semhash_llm.text.normalize import char_classes, normalize_batch
         from semhash_llm.text.tokenize import tokenize_batch
 
@@ -252,7 +252,7 @@ class DocumentIndex:
         name = f"seg-{len(self.segments):05d}"
         tmp = self.root / f".tmp-{name}-{os.getpid()}"
         tmp.mkdir(parents=True)
-        built = (info.build(config) for info in STAGES if info.name in FEATURE_STAGES)
+        built = (info.build(config) for info in registered_stages() if info.name in FEATURE_STAGES)
         stages = {st.name: st for st in built if isinstance(st, ComputesFeatures)}
         classes = char_classes(config.normalize.strip_punctuation)
         known = set(self.ids().to_pylist())
