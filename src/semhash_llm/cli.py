@@ -251,8 +251,8 @@ def _only_sections(only: str) -> dict[str, bool]:
     if unknown or not names:
         raise ConfigError(f"The 'only' parameter must be a comma-separated list of stage names among "
                           f"{', '.join(known)}. Got {only!r} instead. `semhash-llm stages` lists them.")
-    defaults = PipelineConfig()  # a registered stage without a config section runs by its own active()
-    return {info.section: info.name in names for info in registered_stages() if hasattr(defaults, info.section)}
+    # a registered stage without a config section runs by its own active()
+    return {info.section: info.name in names for info in registered_stages() if info.has_section}
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:

@@ -208,7 +208,7 @@ def _run_semhash(texts: list[str]) -> np.ndarray:
     # keep='first' like the peers' query-then-insert loops, so "removed" means the same thing.
     sections: dict[str, dict[str, object]] = {info.section: {"enabled": info.name in ("bloom", "lsh")}
                                               for info in registered_stages()
-                                              if hasattr(PipelineConfig(), info.section)}
+                                              if info.has_section}
     sections["minhash"]["threshold"] = 0.8  # the peers' threshold (the cascade's default, 0.6, has a verifier behind it)
     res = deduplicate(texts, PipelineConfig.from_dict({"select": {"keep": "first"}, **sections}))
     return np.asarray(res.documents.column("action").to_pylist()) == "remove"

@@ -21,6 +21,7 @@ document removed over an edge of that kind (:mod:`semhash_llm.pipeline.edges`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,12 @@ class StageInfo:
     active: Callable[[PipelineConfig], bool] | None = None
     """Whether it runs (default: its section's ``enabled``; a stage without a section of
     :class:`~semhash_llm.config.PipelineConfig` must give one)."""
+
+    @property
+    def has_section(self) -> bool:
+        """Whether ``section`` is a section of :class:`~semhash_llm.config.PipelineConfig` (a registered
+        stage of one's own may have none and say when it runs with ``active``)."""
+        return self.section in {f.name for f in dataclasses.fields(PipelineConfig)}
 
     def runs(self, config: PipelineConfig) -> bool:
         return self.active(config) if self.active is not None else bool(getattr(config, self.section).enabled)
@@ -115,7 +122,7 @@ def register(info: StageInfo, *, before: str | None = None, after: str | None = 
     if anchor is not None and anchor not in names:
         raise ValueError(f"stage {info.name!r}: no registered stage {anchor!r} to place it by; "
                          f"registered stages: {', '.join(names)}")
-    if info.active is None and not hasattr(PipelineConfig(), info.section):
+    if info.active is None and not info.has_section:
         raise ValueError(f"stage {info.name!r}: PipelineConfig has no section {info.section!r}; "
                          "pass active= to say when it runs")
     kinds = dict(edge_kinds or {})
