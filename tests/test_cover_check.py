@@ -7,7 +7,7 @@ import pytest
 
 from semhash_llm import PipelineConfig, deduplicate
 from semhash_llm.config import SelectConfig
-from semhash_llm.select import refine_by_cover, select_survivors
+from semhash_llm.pipeline.select import refine_by_cover, select_survivors
 
 
 def _chain(n: int = 4) -> tuple[np.ndarray, ...]:
@@ -83,19 +83,20 @@ def test_in_the_cascade_a_chain_of_edits_keeps_its_far_end() -> None:
 def test_an_exact_copy_of_a_covered_document_is_covered() -> None:
     """x is linked to the survivor y by an accepted pair; x's exact copy leaves with it (before,
     the copy stayed behind alone: covered by nothing but its twin, which had left)."""
-    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.pipeline.cover import CoverCheck
     from semhash_llm.stages.base import Edges
 
     # Documents 0 (x), 1 (x's exact copy), 2 (y, the survivor), 3 (unrelated).
     edges = Edges(np.array([1, 0]), np.array([0, 2]), np.array([1.0, 0.9], np.float32), np.array([0, 6], np.uint8))
-    covers, evidence = _cover_fn({}, edges, 4, PipelineConfig())
+    covers = CoverCheck({}, edges, 4, PipelineConfig())
+    evidence = covers.evidence
     assert covers(np.array([0, 1, 3]), np.array([2, 2, 2])).tolist() == [True, True, False]
     assert evidence[0 * 4 + 2] == evidence[1 * 4 + 2] == (6, pytest.approx(0.9))  # the pair that covers both
     assert 3 * 4 + 2 not in evidence
 
 
 def test_weighted_containment_bound() -> None:
-    from semhash_llm.cascade import weighted_containment
+    from semhash_llm.stages.aw import weighted_containment
 
     # d (mass 1) inside k (mass 3): J = 1/3, containment 1; the bound lies below it and rises with slots.
     j = np.array([1 / 3, 1 / 3, 0.0, 1.0])
@@ -141,7 +142,7 @@ def test_an_article_in_light_chrome_is_covered_by_its_copy_in_heavy_chrome() -> 
 
 
 class _Spy:
-    """A stand-in verifier for :func:`_cover_fn`: records what it is asked, accepts everything."""
+    """A stand-in verifier for :class:`~semhash_llm.pipeline.cover.CoverCheck`: records what it is asked, accepts everything."""
 
     def __init__(self, counts: list[int], short_tokens: int = 64) -> None:
         from semhash_llm.verify.mgfn import MGFNConfig
@@ -180,13 +181,13 @@ def _stages_with(verifier: object) -> dict[str, object]:
 def test_the_cover_check_asks_the_verifier_only_within_its_length_range() -> None:
     """Issue 24.5: MGFN reads 1,024 characters and 256 tokens; a removal of long documents is
     never settled by its reading of their first kilobyte."""
-    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.pipeline.cover import CoverCheck
     from semhash_llm.stages.base import Edges
 
     spy = _Spy([20, 30, 900, 1000])
     stages = _stages_with(spy)
     lengths = np.array([120, 150, 6000, 7000])
-    covers, _ = _cover_fn(stages, Edges.empty(), 4, PipelineConfig(), lambda d: ["x"] * len(d), lengths)
+    covers = CoverCheck(stages, Edges.empty(), 4, PipelineConfig(), lambda d: ["x"] * len(d), lengths)
     got = covers(np.array([0, 2, 0]), np.array([1, 3, 3]))
     assert got.tolist() == [True, False, False]
     assert [tuple(sorted(p)) for p in stages["mgfn"].asked] == [(0, 1)]  # type: ignore[attr-defined]
@@ -196,7 +197,7 @@ def test_plain_minhash_below_the_lsh_bar_covers_nothing() -> None:
     """Issue 24.5: a MinHash estimate of 0.55 is below the lsh stage's bar (0.6): no cover, where
     the old check took anything at 0.5. At 0.7 it covers; a short document's pair is the
     verifier's to decide whatever its estimate."""
-    from semhash_llm.cascade import _cover_fn
+    from semhash_llm.pipeline.cover import CoverCheck
     from semhash_llm.stages.base import Edges
     from semhash_llm.stages.lsh import MinHashLSHStage
 
@@ -215,10 +216,11 @@ def test_plain_minhash_below_the_lsh_bar_covers_nothing() -> None:
     sigs = np.stack([base, np.where(np.arange(100) < 55, base, base + 1000), np.where(np.arange(100) < 70, base, base + 1000)])
     cfg = PipelineConfig.from_dict({"minhash": {"threshold": 0.6}})
     # An SPH stage runs (min_jaccard 0.5) but its codes do not place the pair within its radius.
-    covers, evidence = _cover_fn({"lsh": Sigs(sigs), "sph": object()}, Edges.empty(), 3, cfg)  # type: ignore[dict-item]
+    covers = CoverCheck({"lsh": Sigs(sigs), "sph": object()}, Edges.empty(), 3, cfg)  # type: ignore[dict-item]
+    evidence = covers.evidence
     assert covers(np.array([1, 2]), np.array([0, 0])).tolist() == [False, True]
     assert evidence[2 * 3 + 0][0] == 1  # LSH_EDGE_KIND
     spy = _Spy([10, 10, 10])  # all short: the hash estimate is not theirs to use
     stages = {"lsh": Sigs(sigs), **_stages_with(spy)}
-    covers, _ = _cover_fn(stages, Edges.empty(), 3, cfg, None, np.array([50, 50, 50]))
+    covers = CoverCheck(stages, Edges.empty(), 3, cfg, None, np.array([50, 50, 50]))
     assert covers(np.array([2]), np.array([0])).tolist() == [False]

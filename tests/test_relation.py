@@ -40,8 +40,8 @@ def test_held_by_survivor_needs_both_shorter_and_held() -> None:
     its survivor whose shingles the survivor holds (>= passages.short_containment) is marked."""
     import numpy as np
 
-    from semhash_llm.cascade import held_by_survivor
-    from semhash_llm.select import Selection
+    from semhash_llm.pipeline.fragments import held_by_survivor
+    from semhash_llm.pipeline.select import Selection
 
     rng = random.Random(22)
     parent = [_sentence(rng) for _ in range(30)]

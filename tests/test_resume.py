@@ -16,7 +16,7 @@ from helpers import dedup_cli as _dedup
 from helpers import resume_corpus as _corpus
 
 from semhash_llm.cascade import STAGES
-from semhash_llm.checkpoint import CHECKPOINT_DIR, Checkpoints
+from semhash_llm.pipeline.checkpoints import CHECKPOINT_DIR, Checkpoints
 
 
 def _outputs(out: Path) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 This file is the example the docs point to. ``DigitlessStage`` links documents that are equal once
 their digits are removed (a toy: the verifier would call "order 1234" and "order 9876" two texts);
-it declares its Capabilities and its own edge kind, so documents.parquet says it decided.
+it declares its Capabilities and its own edge kind, so documents.parquet says it decided, and it
+answers the cover check before selection (``covers``, asked at its ``cover_rank``) by its own bar.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from semhash_llm.pipeline import registry
 from semhash_llm.pipeline.capabilities import Capabilities
 from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.pipeline.registry import StageInfo, registered
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch
+from semhash_llm.stages.base import (
+    CoverAnswer,
+    CoverContext,
+    CoverQuery,
+    DecideContext,
+    Decision,
+    Edges,
+    StageCover,
+    StreamBatch,
+)
 
 DIGITLESS_EDGE_KIND = 100
 
@@ -25,7 +35,7 @@ class DigitlessStage:
     """Links documents whose texts are equal with their digits removed."""
 
     name = "digitless"
-    capabilities = Capabilities()  # links its own pairs only; hands nothing on
+    capabilities = Capabilities(cover_rank=25)  # hands nothing on; the cover check asks it after LSH
 
     def __init__(self) -> None:
         self._index: list[np.ndarray] = []
@@ -49,6 +59,21 @@ class DigitlessStage:
         edges = Edges(np.array(a, np.int64), np.array(b, np.int64), np.ones(len(a), np.float32),
                       np.full(len(a), DIGITLESS_EDGE_KIND, np.uint8))
         return Decision(edges, docs_in=int(index.size), pairs_in=len(a), pairs_out=len(a))
+
+    def covers(self, ctx: CoverContext) -> StageCover:
+        """A keeper covers a document when their digitless texts are equal (this stage's own bar)."""
+        index = np.concatenate(self._index) if self._index else np.empty(0, np.int64)
+        key_of = dict(zip(index.tolist(), self._keys))
+
+        def answer(q: CoverQuery) -> CoverAnswer:
+            out = CoverAnswer.none(q.docs.size)
+            for i in np.flatnonzero(q.open).tolist():
+                key = key_of.get(int(q.docs[i]))
+                if key is not None and key == key_of.get(int(q.keepers[i])):
+                    out.hit[i], out.kind[i], out.score[i] = True, DIGITLESS_EDGE_KIND, 1.0
+            return out
+
+        return StageCover(answer)
 
 
 INFO = StageInfo("digitless", "digitless", "documents equal once digits are removed (a test stage)",
@@ -95,3 +120,13 @@ def test_register_refuses_what_clashes() -> None:
     with pytest.raises(ValueError, match="built in"):
         registry.unregister("lsh")
     assert registry.stages() == registry.BUILTIN_STAGES
+
+
+def test_the_cover_check_asks_the_registered_stage_by_its_own_bar() -> None:
+    from semhash_llm.pipeline.cover import CoverCheck
+
+    stage = DigitlessStage()
+    stage._index, stage._keys = [np.arange(3)], ["order  shipped", "order  shipped", "weather"]
+    check = CoverCheck({"digitless": stage}, Edges.empty(), 3, PipelineConfig())
+    assert check(np.array([1, 2]), np.array([0, 0])).tolist() == [True, False]
+    assert check.evidence == {1 * 3 + 0: (DIGITLESS_EDGE_KIND, 1.0)}

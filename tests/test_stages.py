@@ -14,7 +14,7 @@ from semhash_llm.cascade import STAGES, StageInfo, configured_stages
 from semhash_llm.cli import main
 from semhash_llm.config import ConfigError, PipelineConfig
 from semhash_llm.pipeline import registry as registry_mod
-from semhash_llm.select import EDGE_KINDS
+from semhash_llm.pipeline.select import EDGE_KINDS
 from semhash_llm.stages.base import DecideContext, Decision, Edges, Fragments, Stage, StreamBatch
 from semhash_llm.text.spans import remove_spans
 

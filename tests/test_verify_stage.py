@@ -85,8 +85,8 @@ def test_the_threshold_stored_with_the_weights_is_the_default(tiny_model: Path, 
 def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: Path) -> None:
     """A removal no accepted pair covers is read by the verifier (once per pair): accepted when
     the model says so, refused when the texts fail the trigram screen."""
-    from semhash_llm.cascade import _cover_fn
     from semhash_llm.config import VerifierConfig
+    from semhash_llm.pipeline.cover import CoverCheck
     from semhash_llm.stages.base import Edges
     from semhash_llm.stages.mgfn import VerifierStage
 
@@ -100,8 +100,9 @@ def test_the_cover_check_asks_the_verifier_about_uncovered_removals(tiny_model: 
     no_edges = Edges(np.array([3]), np.array([0]), np.array([0.9], np.float32), np.array([6], np.uint8))
     for threshold, expected in ((0.0, [True, False, True]), (1.0, [False, False, True])):
         stage = VerifierStage(VerifierConfig(model_path=str(tiny_model), threshold=threshold))
-        covers, evidence = _cover_fn({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts,
-                                     np.array([len(t) for t in texts]))
+        covers = CoverCheck({"mgfn": stage}, no_edges, 4, PipelineConfig(), read_texts,
+                            np.array([len(t) for t in texts]))
+        evidence = covers.evidence
         # 1 vs 0: a typo copy (verifier decides); 2 vs 0: nothing shared (screened out); 3 vs 0: an accepted pair.
         assert covers(np.array([1, 2, 3]), np.array([0, 0, 0])).tolist() == expected
         # what covered each pair labels a removal the check left without a path of edges

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from semhash_llm import __version__
 from semhash_llm.cascade import Cascade, CascadeState, ProgressCallback, peak_rss_mb
-from semhash_llm.checkpoint import CHECKPOINT_DIR
+from semhash_llm.pipeline.checkpoints import CHECKPOINT_DIR
 from semhash_llm.config import PipelineConfig
 from semhash_llm.faults import failpoint
 from semhash_llm.io.readers import InputError, scan_inputs

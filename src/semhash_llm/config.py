@@ -644,7 +644,7 @@ class OutputConfig:
     compression_level: int = 3
     resume: bool = True
     """Keep each step's output in ``OUT/.checkpoints`` so that a run killed and started again
-    with the same command continues where it stopped (:mod:`semhash_llm.checkpoint`)."""
+    with the same command continues where it stopped (:mod:`semhash_llm.pipeline.checkpoints`)."""
     html: bool = True
     """Write ``OUT/report.html`` (:mod:`semhash_llm.report_html`): plots, sample clusters, fragments."""
 

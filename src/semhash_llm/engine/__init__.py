@@ -8,7 +8,10 @@ and ``decide`` as without one, so the decisions are the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
+
+import numpy as np
 
 from semhash_llm.stages.base import StreamBatch
 
@@ -19,6 +22,13 @@ class Engine(Protocol):
     """Computes the offloadable stages' features of a window of batches, in place."""
 
     stages: tuple[str, ...]
+
+    @property
+    def bucket_orders(self) -> Callable[[np.ndarray], list[np.ndarray]] | None:
+        """The LSH bucket shuffle on the engine (given every row's band keys, the rows of each
+        band's buckets of two or more, by key then row) for the stages that declare
+        ``shuffles_buckets``; ``None``: the buckets are grouped here."""
+        ...
 
     def featurize(self, window: list[StreamBatch]) -> None:
         """Set ``precomputed`` on every batch of ``window`` for :attr:`stages`."""

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from semhash_llm.config import PipelineConfig
+from semhash_llm.pipeline.capabilities import check_capabilities
 from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.stages.aw import AWMinHashStage
 from semhash_llm.stages.base import Stage
@@ -99,8 +100,12 @@ def stages() -> tuple[StageInfo, ...]:
 
 
 def configured_stages(config: PipelineConfig) -> list[Stage]:
-    """The enabled stages of ``config``, in cascade order, built once (models load here)."""
-    return [info.build(config) for info in stages() if info.runs(config)]
+    """The enabled stages of ``config``, in cascade order, built once (models load here); each
+    stage's declared capabilities are checked against what it has (:func:`check_capabilities`)."""
+    built = [info.build(config) for info in stages() if info.runs(config)]
+    for stage in built:
+        check_capabilities(stage)
+    return built
 
 
 def register(info: StageInfo, *, before: str | None = None, after: str | None = None,

@@ -83,13 +83,25 @@ from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.cws import EMPTY_SLOT, cws_signatures, weighted_jaccard
 from semhash_llm.sketch.docfreq import DocumentFrequency, WordFrequencyPrior
 from semhash_llm.sketch.lsh import Deferred, band_key_column, link_band, min_equal_slots
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, deferral, read_pair_texts
+from semhash_llm.stages.base import (
+    CoverAnswer,
+    CoverContext,
+    CoverQuery,
+    DecideContext,
+    Decision,
+    Edges,
+    StageCover,
+    StreamBatch,
+    deferral,
+    read_pair_texts,
+)
 from semhash_llm.stages.lsh import _mapped_array
 from semhash_llm.text.lines import LineBatch, token_lines
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
-__all__ = ["AWMinHashStage", "AW_EDGE_KIND", "LINE_SAMPLE", "weight_entropy", "effective_share", "line_sample"]
+__all__ = ["AWMinHashStage", "AW_EDGE_KIND", "LINE_SAMPLE", "weight_entropy", "effective_share", "line_sample",
+           "weighted_containment"]
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +221,10 @@ class AWMinHashStage:
     """Weighted shingles and ICWS signatures while streaming; entropy-adaptive banding after."""
 
     name = "aw"
-    capabilities = Capabilities(reads_features_of=("mgfn",), handoff_fields=("deferred_", "counters_"), cover_evidence=True)
-    """Its deferred pairs and proposal count go to the verifier; the cover check reads its weighted signatures."""
+    capabilities = Capabilities(reads_features_of=("mgfn",), handoff_fields=("deferred_", "counters_"),
+                                cover_evidence=True, cover_rank=10, defers_pairs=True, offers_confirmation=True)
+    """Its deferred pairs and proposal count go to the verifier; LSH and SPH confirm on its weighted
+    signatures; the cover check asks it first (its weighted estimate, its containment bound)."""
 
     def __init__(self, config: AWConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config
@@ -640,6 +654,59 @@ class AWMinHashStage:
             held[k] = _weighted_held(fi, wi, fj, wj)
         return jac, held, empty
 
+    def covers(self, ctx: CoverContext) -> StageCover:
+        """The cover check's question to AW-MinHash: does the keeper hold the document by this
+        stage's own bar? Their weighted Jaccard estimate reaches ``aw.threshold`` (or the LSH bar,
+        when LSH runs and confirms on these signatures), or — with ``select.cover_containment``
+        below 1 — :func:`weighted_containment` of the document in the keeper reaches it. A
+        templated page is never covered on its estimate (the chrome rule): only on what the
+        re-check reads, the re-read texts without their recurring lines (:meth:`template_scores`)."""
+        cfg = ctx.config
+        n = ctx.num_docs
+        sigs, rows = self.signatures()
+        where = np.full(n, -1, dtype=np.int64)
+        where[rows] = np.arange(rows.size, dtype=np.int64)
+        mass = self.masses() if cfg.select.cover_containment < 1.0 else None
+        templated = np.zeros(n, dtype=np.bool_)
+        templated[rows[self.templated()]] = True
+        floor = cfg.aw.threshold
+        if "lsh" in ctx.stages and cfg.aw.confirm:
+            floor = min(floor, cfg.minhash.threshold)
+        said: dict[int, tuple[float, float]] = {}  # templated pairs: (Jaccard, containment) re-read once
+
+        def answer(q: CoverQuery) -> CoverAnswer:
+            out = CoverAnswer.none(q.docs.size)
+            wd, wk = where[q.docs], where[q.keepers]
+            both = (wd >= 0) & (wk >= 0) & q.open & q.estimable
+            if not both.any():
+                return out
+            at = np.flatnonzero(both)
+            same = (sigs[wd[both]] == sigs[wk[both]]).mean(axis=1)
+            chrome = templated[q.docs[both]] | templated[q.keepers[both]]
+            hit = (same >= floor - 1e-9) & ~chrome
+            if mass is not None:
+                held = weighted_containment(same, mass[wd[both]], mass[wk[both]], sigs.shape[1])
+                hit |= (held >= cfg.select.cover_containment) & ~chrome
+            score = same.astype(np.float64)
+            if chrome.any() and ctx.read_texts is not None:
+                ask = np.flatnonzero(chrome)
+                keys = q.keys[at[ask]]
+                new = np.unique(keys[np.array([k not in said for k in keys.tolist()], dtype=np.bool_)])
+                if new.size:
+                    jac, held_t, _ = self.template_scores(new // n, new % n, ctx.read_texts)
+                    said.update(zip(new.tolist(), zip(jac.tolist(), held_t.tolist())))
+                for j, key in zip(ask.tolist(), keys.tolist()):
+                    jac_k, held_k = said[key]
+                    if jac_k >= cfg.aw.threshold - 1e-9 or held_k >= cfg.select.cover_containment:
+                        hit[j] = True
+                        score[j] = jac_k
+            out.hit[at[hit]] = True
+            out.kind[at[hit]] = AW_EDGE_KIND
+            out.score[at[hit]] = score[hit]
+            return out
+
+        return StageCover(answer)
+
     def _weigh_again(self, texts: list[str], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The weighted shingles of re-read texts (signature ``rows``), weighed as when they streamed,
         and for each shingle the largest line count of the long lines it touches (0: none)."""
@@ -703,3 +770,18 @@ class AWMinHashStage:
             "signature_bytes": int(self._matrix.nbytes) if self._matrix is not None
             else int(sum(s.nbytes for s in self._sigs)),
         }
+
+
+def weighted_containment(jaccard: np.ndarray, mass_doc: np.ndarray, mass_keeper: np.ndarray,
+                         slots: int) -> np.ndarray:
+    """A lower bound on the share of a document's weight that another holds, from their weighted
+    Jaccard estimate over ``slots`` signature slots: with ``sum(min) = J (m_d + m_k) / (1 + J)``,
+    the containment ``sum(min) / m_d``, taken at ``J`` less two binomial standard errors (a small
+    document against a large one multiplies the estimate's error by their mass ratio)."""
+    j = np.asarray(jaccard, dtype=np.float64)
+    low = np.clip(j - 2.0 * np.sqrt(j * (1.0 - j) / slots), 0.0, 1.0)
+    md = np.asarray(mass_doc, dtype=np.float64)
+    total = md + np.asarray(mass_keeper, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        held = np.where(md > 0, low / (1.0 + low) * total / md, 0.0)
+    return np.clip(held, 0.0, 1.0)

@@ -20,8 +20,14 @@ them instead of computing them (the minhash signatures, the SPH codes).
 
 A stage declares how it relates to the others in one class attribute,
 ``capabilities = Capabilities(...)`` (:mod:`semhash_llm.pipeline.capabilities`: whether it
-claims documents or adjudicates, whose features it reads, what it hands on, whether the cover
-check reads its features); the stage list itself is :mod:`semhash_llm.pipeline.registry`.
+claims documents or adjudicates, whose features it reads, what it hands on, which roles it
+plays for the others); the stage list itself is :mod:`semhash_llm.pipeline.registry`.
+
+A stage that can say whether a kept document covers a removed one (the cover check before
+selection, :mod:`semhash_llm.pipeline.cover`) declares a ``cover_rank`` and offers
+``covers(ctx: CoverContext) -> PairCover | None``: built once per selection, the returned
+function answers :class:`CoverQuery` batches with a :class:`CoverAnswer` — the pairs its own
+bar accepts, with the edge kind and score to report.
 
 The cascade (:mod:`semhash_llm.cascade`) is a loop over the configured stages; it times
 both halves, records peak memory and turns each decision into the stage's funnel row the
@@ -36,13 +42,15 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from semhash_llm.config import NormalizeConfig, ShingleConfig
+from semhash_llm.config import NormalizeConfig, PipelineConfig, ShingleConfig
+from semhash_llm.pipeline.capabilities import capabilities_of
 from semhash_llm.sketch.lsh import Confirmation, Deferred, min_equal_slots
 from semhash_llm.sketch.unionfind import UnionFind
 from semhash_llm.text.tokenize import TokenizedBatch
 
-__all__ = ["ComputesFeatures", "DocStatus", "Edges", "Fragments", "FragmentCandidates", "StreamBatch", "DecideContext", "Decision", "Stage", "confirmation",
-           "Deferral", "deferral", "read_pair_texts"]
+__all__ = ["ComputesFeatures", "DocStatus", "Edges", "Fragments", "FragmentCandidates", "StreamBatch", "DecideContext",
+           "Decision", "Stage", "confirmation", "Deferral", "deferral", "read_pair_texts", "CoverContext", "CoverQuery",
+           "CoverAnswer", "PairCover", "StageCover", "role_stage", "DefersPairs"]
 
 
 class DocStatus:
@@ -256,39 +264,121 @@ def read_pair_texts(read_texts: Callable[[np.ndarray], list[str]], a: np.ndarray
     return read_texts(docs), np.searchsorted(docs, a), np.searchsorted(docs, b)
 
 
+def role_stage(stages: Mapping[str, Any], role: str) -> Any | None:
+    """The first stage (in cascade order) whose :class:`~semhash_llm.pipeline.capabilities.Capabilities`
+    declare ``role`` (``"offers_deferral"``, ``"offers_confirmation"``, ...), or ``None``."""
+    for stage in stages.values():
+        if getattr(capabilities_of(stage), role):
+            return stage
+    return None
+
+
 def deferral(ctx: DecideContext, rows: np.ndarray) -> Deferral:
-    """The deferral a verifier stage offers for documents ``rows`` (its ``deferral(rows)``
-    method), or none: nothing deferred."""
-    for stage in ctx.stages.values():
-        offer = getattr(stage, "deferral", None)
-        if callable(offer):
-            found = offer(rows)
-            if isinstance(found, Deferral):
-                return found
+    """The deferral the stage that ``offers_deferral`` (the verifier) makes for documents
+    ``rows`` (its ``deferral(rows)`` method), or none: nothing deferred."""
+    stage = role_stage(ctx.stages, "offers_deferral")
+    if stage is not None:
+        found = stage.deferral(rows)
+        if isinstance(found, Deferral):
+            return found
     return Deferral(np.zeros(len(rows), dtype=np.bool_), 1.0, Deferred.buffer(0))
 
 
 def confirmation(ctx: DecideContext, sigs: np.ndarray, rows: np.ndarray, threshold: float) -> Confirmation:
     """How a stage confirms its candidate pairs: on its own signatures ``sigs`` (of documents
-    ``rows``) at ``threshold``, unless another stage offers better ones for some pairs; pairs of
-    short documents go to the verifier when one runs (:func:`deferral`).
+    ``rows``) at ``threshold``, unless the stage that ``offers_confirmation`` offers better ones
+    for some pairs; pairs of short documents go to the verifier when one runs (:func:`deferral`).
 
-    A stage with a ``confirmation(rows, threshold)`` method (AW-MinHash: weighted signatures,
+    The confirming stage's ``confirmation(rows, threshold)`` (AW-MinHash: weighted signatures,
     on which shared page chrome weighs ~0) returns ``(alt_sigs, alt_min_equal, alt_row)``:
     its signatures, the slots that must agree, and for each of ``rows`` its row there (``-1``:
     none; a pair is confirmed on them when both documents have one), or ``None``.
     """
     d = deferral(ctx, rows)
     min_equal = min_equal_slots(threshold, sigs.shape[1])
-    for stage in ctx.stages.values():
-        offer = getattr(stage, "confirmation", None)
-        if callable(offer):
-            found = offer(rows, threshold)
-            if found is not None:
-                alt, alt_min, alt_row = found
-                return Confirmation(sigs, min_equal, alt, alt_min, alt_row, d.row, d.share, d.buffer)
+    stage = role_stage(ctx.stages, "offers_confirmation")
+    found = stage.confirmation(rows, threshold) if stage is not None else None
+    if found is not None:
+        alt, alt_min, alt_row = found
+        return Confirmation(sigs, min_equal, alt, alt_min, alt_row, d.row, d.share, d.buffer)
     return Confirmation(sigs, min_equal, sigs, min_equal, np.full(sigs.shape[0], -1, dtype=np.int64), d.row, d.share,
                         d.buffer)
+
+
+@dataclass
+class CoverContext:
+    """What a stage's ``covers`` reads, once per selection (:mod:`semhash_llm.pipeline.cover`)."""
+
+    num_docs: int
+    config: PipelineConfig
+    stages: Mapping[str, Any]
+    edges: Edges
+    """Every accepted edge of the run (all stages)."""
+    confirmed: np.ndarray
+    """Per document: it has a signature of the stage that ``offers_confirmation`` (AW-MinHash with
+    ``confirm`` on); a pair of two such documents is confirmed on those signatures, so another
+    stage's plain estimate does not cover it."""
+    read_texts: Callable[[np.ndarray], list[str]] | None = None
+    lengths: np.ndarray | None = None
+    """Characters per document (``None``: unknown; a stage that needs them answers nothing)."""
+
+
+@dataclass
+class CoverQuery:
+    """A batch of (removed document, keeper) pairs, each as its exact classes' representatives
+    (an exact copy stands for the copy Bloom did not claim, which has the features)."""
+
+    docs: np.ndarray
+    keepers: np.ndarray
+    keys: np.ndarray
+    """``docs * num_docs + keepers``: the key a stage caches an answer under."""
+    open: np.ndarray
+    """Which pairs nothing asked before has covered: a stage answers only those."""
+    estimable: np.ndarray
+    """Which pairs a hash estimate may cover: neither document is short enough to be the
+    verifier's alone (its ``is_short``)."""
+
+
+@dataclass
+class CoverAnswer:
+    """Which of a :class:`CoverQuery`'s pairs a stage covers, and the kind and score to report."""
+
+    hit: np.ndarray
+    kind: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def none(cls, size: int) -> CoverAnswer:
+        return cls(np.zeros(size, np.bool_), np.zeros(size, np.int64), np.full(size, np.nan))
+
+
+class PairCover(Protocol):
+    """A stage's answer to the cover check, built once by its ``covers(ctx)``; ``details`` are
+    counts for the report's select row (as ``cover_check_<key>``)."""
+
+    details: dict[str, int]
+
+    def __call__(self, query: CoverQuery) -> CoverAnswer:
+        ...
+
+
+@dataclass
+class StageCover:
+    """A :class:`PairCover` from a function: what a stage's ``covers`` usually returns."""
+
+    answer: Callable[[CoverQuery], CoverAnswer]
+    details: dict[str, int] = field(default_factory=dict)
+
+    def __call__(self, query: CoverQuery) -> CoverAnswer:
+        return self.answer(query)
+
+
+class DefersPairs(Protocol):
+    """What a stage that declares ``defers_pairs`` has: the pairs it hands to the verifier and
+    its counters (``counters_[0]``: pairs it proposed)."""
+
+    deferred_: Deferred
+    counters_: np.ndarray
 
 
 @runtime_checkable

@@ -44,7 +44,7 @@ from semhash_llm.judge.prompt import PROMPT_VERSION, Verdict
 from semhash_llm.pipeline.capabilities import Capabilities
 from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.unionfind import uf_find, uf_union
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, read_pair_texts
+from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, read_pair_texts, role_stage
 from semhash_llm.stages.mgfn import VERIFIED_EDGE_KIND, Referred
 
 __all__ = ["JudgeStage", "JUDGED_EDGE_KIND", "Calibration", "default_cache_path", "shipped_calibration_path",
@@ -136,7 +136,7 @@ class JudgeStage:
     """Nothing while streaming; after the verifier, the uncertain pairs judged, fused and linked."""
 
     name = "judge"
-    capabilities = Capabilities(handoff_fields=("log_",), adjudicates=True)
+    capabilities = Capabilities(handoff_fields=("log_",), adjudicates=True, logs_pairs=True)
     """It adjudicates the verifier's uncertain pairs; its pair log becomes judge_pairs.parquet."""
 
     def __init__(self, config: JudgeConfig, judge: Judge | None = None) -> None:
@@ -163,8 +163,8 @@ class JudgeStage:
     def decide(self, ctx: DecideContext) -> Decision:
         t_start = time.perf_counter()
         cfg = self.config
-        verifier = ctx.stages.get("mgfn")
-        referred = getattr(verifier, "referred_", None)
+        verifier = role_stage(ctx.stages, "refers_uncertain")
+        referred = verifier.referred_ if verifier is not None else None
         if not isinstance(referred, Referred):
             logger.warning("the judge reads the verifier's uncertain pairs, and the verifier (mgfn) is off: "
                            "nothing to judge")

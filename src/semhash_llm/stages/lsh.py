@@ -27,7 +27,17 @@ from semhash_llm.sketch.lsh import (
     optimal_lsh_params,
 )
 from semhash_llm.sketch.minhash import minhash_into, minhash_permutations, sign_documents
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
+from semhash_llm.stages.base import (
+    CoverAnswer,
+    CoverContext,
+    CoverQuery,
+    DecideContext,
+    Decision,
+    Edges,
+    StageCover,
+    StreamBatch,
+    confirmation,
+)
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import TokenizedBatch, tokenize_batch
 
@@ -71,8 +81,10 @@ class MinHashLSHStage:
     """Signatures while streaming; LSH linking after the stream."""
 
     name = "lsh"
-    capabilities = Capabilities(reads_features_of=("aw", "mgfn"), handoff_fields=("deferred_", "counters_"), cover_evidence=True)
-    """Its deferred pairs and proposal count go to the verifier; AW-MinHash confirms its pairs; the cover check reads its signatures."""
+    capabilities = Capabilities(reads_features_of=("aw", "mgfn"), handoff_fields=("deferred_", "counters_"),
+                                cover_evidence=True, cover_rank=20, defers_pairs=True, shuffles_buckets=True)
+    """Its deferred pairs and proposal count go to the verifier; AW-MinHash confirms its pairs; the
+    cover check asks it after AW-MinHash (its Jaccard estimate); an engine may group its buckets."""
 
     def __init__(self, config: MinHashConfig) -> None:
         self.config = config
@@ -224,6 +236,34 @@ class MinHashLSHStage:
         stats.update({"num_bands": bands, "rows_per_band": width, "pairs_proposed": int(counters[0]),
                       "pairs_compared": int(counters[1]), "pairs_deferred": int(d.count - before)})
         return stats
+
+    def covers(self, ctx: CoverContext) -> StageCover | None:
+        """The cover check's question to LSH: does the pair's MinHash Jaccard estimate reach
+        ``minhash.threshold``? Not asked for a pair that AW-MinHash confirms (both documents have
+        weighted signatures): there the weighted estimate is the one that links. ``None`` when
+        nothing was signed."""
+        if not self.num_signed:
+            return None
+        sigs, rows = self.signatures()
+        where = np.full(ctx.num_docs, -1, dtype=np.int64)
+        where[rows] = np.arange(rows.size, dtype=np.int64)
+        bar = ctx.config.minhash.threshold
+
+        def answer(q: CoverQuery) -> CoverAnswer:
+            out = CoverAnswer.none(q.docs.size)
+            md, mk = where[q.docs], where[q.keepers]
+            both = ((md >= 0) & (mk >= 0) & q.open & q.estimable
+                    & ~(ctx.confirmed[q.docs] & ctx.confirmed[q.keepers]))
+            if both.any():
+                at = np.flatnonzero(both)
+                same = (sigs[md[both]] == sigs[mk[both]]).mean(axis=1)
+                hit = same >= bar - 1e-9
+                out.hit[at[hit]] = True
+                out.kind[at[hit]] = LSH_EDGE_KIND
+                out.score[at[hit]] = same[hit]
+            return out
+
+        return StageCover(answer)
 
     def signatures(self) -> tuple[np.ndarray, np.ndarray]:
         """All signatures as one matrix and the global document index of each row."""

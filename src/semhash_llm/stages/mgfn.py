@@ -38,7 +38,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,7 +47,19 @@ from semhash_llm.pipeline.capabilities import Capabilities, capabilities_of
 from semhash_llm.pipeline.edges import EdgeKind
 from semhash_llm.sketch.lsh import Deferred
 from semhash_llm.sketch.unionfind import cluster_roots, uf_find, uf_union
-from semhash_llm.stages.base import DecideContext, Decision, Deferral, Edges, StreamBatch, read_pair_texts
+from semhash_llm.stages.base import (
+    CoverAnswer,
+    CoverContext,
+    CoverQuery,
+    DecideContext,
+    Decision,
+    Deferral,
+    DefersPairs,
+    Edges,
+    StageCover,
+    StreamBatch,
+    read_pair_texts,
+)
 
 __all__ = ["VerifierStage", "VERIFIED_EDGE_KIND", "Referred", "shipped_verifier_path"]
 
@@ -94,8 +106,10 @@ class VerifierStage:
     """Token counts while streaming; deferred pairs verified by MGFN after the linking stages."""
 
     name = "mgfn"
-    capabilities = Capabilities(handoff_fields=("referred_",), cover_evidence=True)
-    """Its uncertain pairs go to the judge; the cover check asks it about short pairs."""
+    capabilities = Capabilities(handoff_fields=("referred_",), cover_evidence=True, cover_rank=90,
+                                offers_deferral=True, refers_uncertain=True)
+    """It takes the linking stages' pairs of short documents; its uncertain pairs go to the judge;
+    the cover check asks it last (it reads the two texts)."""
 
     def __init__(self, config: VerifierConfig, normalize: NormalizeConfig | None = None) -> None:
         self.config = config
@@ -196,14 +210,15 @@ class VerifierStage:
         growths = 0
         proposed = 0
         for name, stage in ctx.stages.items():
-            buffer = getattr(stage, "deferred_", None)  # the Deferred buffer of a linking stage
-            if not isinstance(buffer, Deferred):
+            if not capabilities_of(stage).defers_pairs:  # a linking stage with a Deferred buffer
                 continue
+            linking = cast(DefersPairs, stage)
+            buffer = linking.deferred_
             a, b, _score = buffer.pairs()
             by_stage[name] = int(a.size)
             growths += buffer.growths
-            counters = getattr(stage, "counters_", None)
-            if isinstance(counters, np.ndarray) and counters.size:
+            counters = linking.counters_
+            if counters.size:
                 proposed += int(counters[0])
             parts_a.append(np.minimum(a, b))
             parts_b.append(np.maximum(a, b))
@@ -287,6 +302,41 @@ class VerifierStage:
         asks it about removals that no accepted pair covers directly, for pairs within
         :meth:`in_range` only."""
         return self.verify_pairs_scored(a, b, read_texts)[0]
+
+    def covers(self, ctx: CoverContext) -> StageCover | None:
+        """The cover check's last question: does the verifier accept the pair? Asked, once per
+        pair of exact classes, only of pairs nothing else covered and whose two texts lie within
+        what the model reads (:meth:`in_range`); ``None`` when the texts cannot be re-read."""
+        read_texts, lengths = ctx.read_texts, ctx.lengths
+        if read_texts is None or lengths is None:
+            return None
+        n = ctx.num_docs
+        verdicts: dict[int, bool] = {}
+        probs: dict[int, float] = {}
+        details = {"pairs_verified": 0, "pairs_verifier_accepted": 0}  # the select row's cover_check_* counts
+
+        def answer(q: CoverQuery) -> CoverAnswer:
+            out = CoverAnswer.none(q.docs.size)
+            if not q.open.any():
+                return out
+            rest = np.flatnonzero(q.open)
+            rest = rest[self.in_range(q.docs[rest], lengths) & self.in_range(q.keepers[rest], lengths)]
+            keys = q.keys[rest]
+            ask = np.unique(keys[np.array([k not in verdicts for k in keys.tolist()], dtype=np.bool_)])
+            if ask.size:
+                said, prob = self.verify_pairs_scored(ask // n, ask % n, read_texts)
+                verdicts.update(zip(ask.tolist(), said.tolist()))
+                probs.update(zip(ask.tolist(), prob.tolist()))
+                details["pairs_verified"] += int(ask.size)
+                details["pairs_verifier_accepted"] += int(np.count_nonzero(said))
+            accepted = np.array([verdicts[k] for k in keys.tolist()], dtype=np.bool_)
+            hit = rest[accepted]
+            out.hit[hit] = True
+            out.kind[hit] = VERIFIED_EDGE_KIND
+            out.score[hit] = [probs[k] for k in keys[accepted].tolist()]
+            return out
+
+        return StageCover(answer, details)
 
     def verify_pairs_scored(self, a: np.ndarray, b: np.ndarray, read_texts: Callable[[np.ndarray], list[str]]
                             ) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,17 @@ from semhash_llm.sketch.lsh import Confirmation, Deferred, link_pairs, min_equal
 from semhash_llm.sketch.unionfind import cluster_roots
 from semhash_llm.sph import SPH, SPHConfig
 from semhash_llm.sph.blocking import CandidatePairs, hamming_candidates, hamming_knn
-from semhash_llm.stages.base import DecideContext, Decision, Edges, StreamBatch, confirmation
+from semhash_llm.stages.base import (
+    CoverAnswer,
+    CoverContext,
+    CoverQuery,
+    DecideContext,
+    Decision,
+    Edges,
+    StageCover,
+    StreamBatch,
+    confirmation,
+)
 from semhash_llm.stages.lsh import MinHashLSHStage
 
 __all__ = ["SPHStage", "SPH_EDGE_KIND"]
@@ -44,8 +54,8 @@ class SPHStage:
 
     name = "sph"
     capabilities = Capabilities(reads_features_of=("lsh", "aw", "mgfn"), handoff_fields=("deferred_", "counters_"),
-                                cover_evidence=True)
-    """It reads the MinHash signatures and clusters, AW-MinHash's confirmation and the verifier's deferral; its deferred pairs go to the verifier; the cover check reads its codes."""
+                                cover_evidence=True, cover_rank=30, defers_pairs=True)
+    """It reads the MinHash signatures and clusters, AW-MinHash's confirmation and the verifier's deferral; its deferred pairs go to the verifier; the cover check asks it after LSH (its codes within the radius, with the MinHash estimate)."""
 
     def __init__(self, config: SPHConfig) -> None:
         self.config = config
@@ -63,6 +73,40 @@ class SPHStage:
         if len(self._codes) > 1:
             self._codes = [np.concatenate(self._codes)]
         return self._codes[0]
+
+    def covers(self, ctx: CoverContext) -> StageCover | None:
+        """The cover check's question to SPH: are the two codes within ``sph.radius`` and does
+        the MinHash estimate reach ``sph.min_jaccard`` (SPH's own confirmation)? Asked after LSH,
+        so only of pairs below the LSH bar; not of a pair AW-MinHash confirms. ``None`` without
+        MinHash signatures, or with codes of another row set (an engine's partial run)."""
+        from semhash_llm.sph.hyperplanes import hamming_distance
+
+        lsh = ctx.stages.get("lsh")
+        if not isinstance(lsh, MinHashLSHStage) or not lsh.num_signed:
+            return None
+        sigs, rows = lsh.signatures()
+        codes = self.codes()
+        if codes.shape[0] != sigs.shape[0]:
+            return None
+        where = np.full(ctx.num_docs, -1, dtype=np.int64)
+        where[rows] = np.arange(rows.size, dtype=np.int64)
+        radius, floor = ctx.config.sph.radius, ctx.config.sph.min_jaccard
+
+        def answer(q: CoverQuery) -> CoverAnswer:
+            out = CoverAnswer.none(q.docs.size)
+            md, mk = where[q.docs], where[q.keepers]
+            both = ((md >= 0) & (mk >= 0) & q.open & q.estimable
+                    & ~(ctx.confirmed[q.docs] & ctx.confirmed[q.keepers]))
+            if both.any():
+                at = np.flatnonzero(both)
+                same = (sigs[md[both]] == sigs[mk[both]]).mean(axis=1)
+                hit = (hamming_distance(codes[md[both]], codes[mk[both]]) <= radius) & (same >= floor - 1e-9)
+                out.hit[at[hit]] = True
+                out.kind[at[hit]] = SPH_EDGE_KIND
+                out.score[at[hit]] = same[hit]
+            return out
+
+        return StageCover(answer)
 
     def encode(self, texts: Sequence[str]) -> None:
         """Compute and keep the codes of ``texts`` (in the order MinHash signs them)."""

@@ -2,7 +2,7 @@
 incremental document index's segments (:mod:`semhash_llm.storage.index`).
 
 ``semhash_llm.sketch`` holds the pure kernels these build on and opens no file; reading the
-input is :mod:`semhash_llm.io`, and a run's resume state is :mod:`semhash_llm.checkpoint`.
+input is :mod:`semhash_llm.io`, and a run's resume state is :mod:`semhash_llm.pipeline.checkpoints`.
 """
 
 from __future__ import annotations

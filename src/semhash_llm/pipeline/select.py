@@ -5,21 +5,29 @@ whose roots are the smallest member). The keep policy picks the survivor of each
 every other member is removed and names the survivor in ``duplicate_of``. Its ``relation``,
 ``decided_by`` and ``score`` come from the weakest accepted edge on its path to the survivor
 in the tree of accepted edges: a chain is only as strong as its weakest link.
+
+:func:`select` is the cascade's select step: the stages' edges, the cover check
+(:class:`~semhash_llm.pipeline.cover.CoverCheck`, which asks each stage's ``covers``) splitting
+what no kept document covers, then the survivors — kept as one checkpoint step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
-from semhash_llm.config import SelectConfig
+from semhash_llm.config import PipelineConfig, SelectConfig
+from semhash_llm.faults import failpoint
+from semhash_llm.pipeline.checkpoints import Checkpoints
+from semhash_llm.pipeline.cover import CoverCheck
 from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.sketch.unionfind import UnionFind, cluster_roots
+from semhash_llm.stages.base import Edges, Stage
 
-__all__ = ["EDGE_KINDS", "Selection", "select_survivors", "refine_by_cover", "CoverFn"]
+__all__ = ["EDGE_KINDS", "Selection", "select_survivors", "refine_by_cover", "CoverFn", "Selected", "select"]
 
 EDGE_KINDS: dict[int, tuple[str, str]] = EDGE_RELATIONS
 """Edge kind → (relation, decided_by): :data:`semhash_llm.pipeline.edges.EDGE_RELATIONS`."""
@@ -185,3 +193,55 @@ def refine_by_cover(roots: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray,
         np.minimum.at(smallest, label, np.arange(n, dtype=np.int64))
         roots = smallest[label]
     return roots, roots[a] == roots[b], int(np.count_nonzero(reclustered))
+
+
+@dataclass
+class Selected:
+    """The select step's result: the selection and the numbers of its funnel row."""
+
+    selection: Selection
+    reclustered: int
+    cover_details: dict[str, int]
+    resumed: bool
+
+
+def select(stages: Sequence[Stage], edge_parts: Sequence[Edges], union_find: UnionFind, children: np.ndarray,
+           lengths: np.ndarray, priorities: np.ndarray, config: PipelineConfig,
+           read_texts: Callable[[np.ndarray], list[str]] | None, pinned: np.ndarray | None,
+           ck: Checkpoints | None, step: int) -> Selected:
+    """Cluster the accepted edges, split what the cover check finds uncovered, pick the
+    survivors; restored from checkpoint ``step`` when it is there, kept as it otherwise."""
+    n = int(lengths.shape[0])
+    if ck is not None and ck.has(step, "select"):
+        arrays, meta = ck.load(step, "select")
+        selection = Selection(arrays["keeper"], arrays["cluster_size"], arrays["via_kind"], arrays["via_score"])
+        return Selected(selection, int(meta["reclustered"]),
+                        {str(k): int(v) for k, v in meta.get("cover_details", {}).items()}, True)
+    failpoint("during", "select")
+    cfg = config
+    edges = Edges.concat(list(edge_parts))
+    roots = union_find.roots()
+    reclustered = 0
+    evidence: dict[int, tuple[int, float]] = {}
+    cover_details: dict[str, int] = {}
+    if cfg.select.cover_check and len(edges):
+        check = CoverCheck({st.name: st for st in stages}, edges, n, cfg, read_texts, lengths)
+        roots, kept_edges, reclustered = refine_by_cover(
+            roots, edges.a, edges.b, edges.score, edges.kind, lengths, priorities, cfg.select, children, check, pinned)
+        edges = Edges(edges.a[kept_edges], edges.b[kept_edges], edges.score[kept_edges], edges.kind[kept_edges])
+        evidence, cover_details = check.evidence, check.details()
+    selection = select_survivors(roots, edges.a, edges.b, edges.score, edges.kind, lengths, priorities, cfg.select,
+                                 children, pinned)
+    # A removed document the cover check kept in its cluster although its own edges led to
+    # members it split off has no path of edges to its survivor: label it by what covered it.
+    direct = np.flatnonzero((selection.keeper != np.arange(n)) & (selection.via_kind < 0))
+    for d in direct.tolist():
+        found = evidence.get(d * n + int(selection.keeper[d]))
+        if found is not None:
+            selection.via_kind[d], selection.via_score[d] = found
+    if ck is not None:
+        ck.save(step, "select", {"keeper": selection.keeper, "cluster_size": selection.cluster_size,
+                                 "via_kind": selection.via_kind, "via_score": selection.via_score},
+                {"reclustered": reclustered, "cover_details": cover_details})
+    failpoint("after", "select")
+    return Selected(selection, reclustered, cover_details, False)

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,10 @@ import numpy as np
 from semhash_llm.io.atomic import fsync_path, write_json_atomic
 from semhash_llm.io.sources import Source
 from semhash_llm.pipeline.capabilities import capabilities_of
+from semhash_llm.stages.base import DecideContext, Decision, Edges, FragmentCandidates, Fragments, Stage
 
-__all__ = ["Checkpoints", "input_fingerprint", "CHECKPOINT_DIR"]
+__all__ = ["Checkpoints", "input_fingerprint", "CHECKPOINT_DIR", "features_not_needed", "save_decision",
+           "restore_decision", "pack_handoff", "unpack_handoff"]
 
 logger = logging.getLogger(__name__)
 
@@ -203,3 +206,63 @@ def unpack_handoff(stage: object, arrays: dict[str, np.ndarray], scalars: dict[s
             setattr(stage, name, type(current)(**values))
         elif isinstance(current, dict):
             setattr(stage, name, {key: arrays[f"h.{name}.{key}"] for key in scalars[f"{name}.__keys__"]})
+
+
+def features_not_needed(stages: Sequence[Stage], ck: Checkpoints | None) -> frozenset[str]:
+    """The stages whose streamed features a resumed run need not compute: their decision is
+    kept, no step still to run reads them, and they claim no documents while streaming.
+
+    Read from each stage's :class:`~semhash_llm.pipeline.capabilities.Capabilities`: a stage's
+    decision reads its own features and those of the stages in its ``reads_features_of`` (a
+    linking stage: the verifier's deferral and AW-MinHash's confirmation); until the selection is
+    checkpointed, its cover check reads the stages that declare ``cover_evidence``. A stage
+    that ``claims_documents`` (Bloom) always streams: the documents it claims are the ones the
+    others do not see."""
+    if ck is None:
+        return frozenset()
+    done = {st.name for i, st in enumerate(stages) if ck.has(i + 1, st.name)}
+    if not done:
+        return frozenset()
+    needed: set[str] = set()
+    for st in stages:
+        if capabilities_of(st).claims_documents:
+            needed.add(st.name)
+        if st.name not in done:
+            needed.add(st.name)
+            needed.update(capabilities_of(st).reads_features_of)
+    if not ck.has(len(stages) + 1, "select"):
+        needed.update(st.name for st in stages if capabilities_of(st).cover_evidence)
+    return frozenset(done - needed)
+
+
+def save_decision(ck: Checkpoints, order: int, stage: Stage, decision: Decision, ctx: DecideContext,
+                   seconds: float) -> None:
+    """Keep a stage's decision, the union-find after it and its hand-off state (one step)."""
+    e, fr = decision.edges, decision.fragments
+    arrays = {"edges_a": e.a, "edges_b": e.b, "edges_score": e.score, "edges_kind": e.kind,
+              "refeature": decision.refeature, "children": decision.children, "fragments_doc": fr.doc,
+              "fragments_start": fr.start, "fragments_end": fr.end, "union_find": ctx.union_find.parent_,
+              **decision.fragment_candidates.to_arrays("fcand_")}
+    handoff, scalars = pack_handoff(stage)
+    arrays.update(handoff)
+    ck.save(order, stage.name, arrays, {"docs_in": decision.docs_in, "pairs_in": decision.pairs_in,
+                                        "pairs_out": decision.pairs_out, "details": decision.details,
+                                        "handoff": scalars, "seconds": seconds})
+
+
+def restore_decision(ck: Checkpoints, order: int, stage: Stage, ctx: DecideContext) -> tuple[Decision, float]:
+    """A stage's kept decision, with the union-find and the stage's hand-off state set as it left them."""
+    arrays, meta = ck.load(order, stage.name)
+    parent = arrays["union_find"]
+    if parent.shape != ctx.union_find.parent_.shape:
+        raise RuntimeError(f"checkpoint {stage.name!r} holds {parent.size} documents, the run {ctx.num_docs}")
+    ctx.union_find.parent_[:] = parent
+    unpack_handoff(stage, arrays, meta["handoff"])
+    decision = Decision(Edges(arrays["edges_a"], arrays["edges_b"], arrays["edges_score"], arrays["edges_kind"]),
+                        docs_in=int(meta["docs_in"]), pairs_in=int(meta["pairs_in"]), pairs_out=int(meta["pairs_out"]),
+                        details={**meta["details"], "resumed": True}, refeature=arrays["refeature"],
+                        children=arrays["children"],
+                        fragments=Fragments(arrays["fragments_doc"], arrays["fragments_start"],
+                                            arrays["fragments_end"]),
+                        fragment_candidates=FragmentCandidates.from_arrays(arrays, "fcand_"))
+    return decision, float(meta["seconds"])
