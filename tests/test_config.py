@@ -95,3 +95,14 @@ def test_passage_flags_set_the_passage_section() -> None:
     assert off.passages.enabled is False and PipelineConfig().passages.enabled is True
     with pytest.raises(ConfigError, match="fragment_keep"):
         PipelineConfig.from_dict({"passages": {"fragment_keep": "last"}})
+
+
+def test_a_stage_name_names_its_section_too() -> None:
+    """``[lsh]`` is ``[minhash]`` and ``[mgfn]`` is ``[verifier]``; giving both is refused."""
+    cfg = PipelineConfig.from_dict({"lsh": {"threshold": 0.7}, "mgfn": {"short_tokens": 40}})
+    assert cfg.minhash.threshold == 0.7 and cfg.verifier.short_tokens == 40
+    assert cfg == PipelineConfig.from_dict({"minhash": {"threshold": 0.7}, "verifier": {"short_tokens": 40}})
+    with pytest.raises(ConfigError, match=r"Sections \[lsh\] and \[minhash\] .* keep one of them"):
+        PipelineConfig.from_dict({"lsh": {"threshold": 0.7}, "minhash": {"threshold": 0.8}})
+    with pytest.raises(ConfigError, match=r"lsh for minhash, mgfn for verifier"):
+        PipelineConfig.from_dict({"lhs": {"threshold": 0.7}})

@@ -694,6 +694,10 @@ _SECTIONS: dict[str, type] = {
     "engine": EngineConfig,
 }
 
+SECTION_ALIASES: dict[str, str] = {"lsh": "minhash", "mgfn": "verifier"}
+"""A stage's name may name its config section: ``[lsh]`` is ``[minhash]`` and ``[mgfn]`` is
+``[verifier]`` (the sections keep their first names, which every existing config uses)."""
+
 # Sections whose settings do not change which documents are removed; they are left out of
 # the fingerprint so that, e.g., writing JSONL instead of Parquet keeps the same fingerprint.
 _NOT_FINGERPRINTED = {"output", "engine"}
@@ -766,13 +770,19 @@ class PipelineConfig:
     def with_overrides(self, data: Mapping[str, Any], source: str = "overrides") -> PipelineConfig:
         """Return a copy with the given sections' keys replaced; unknown keys are errors."""
         updates: dict[str, Any] = {}
-        for section, values in data.items():
+        for given, values in data.items():
+            section = SECTION_ALIASES.get(given, given)
             if section not in _SECTIONS:
                 raise ConfigError(
-                    f"Unknown section [{section}] in {source}. Expected one of: "
+                    f"Unknown section [{given}] in {source}. Expected one of: "
                     + ", ".join(sorted(_SECTIONS))
-                    + "."
+                    + " (or a stage's name for its section: "
+                    + ", ".join(f"{a} for {b}" for a, b in SECTION_ALIASES.items())
+                    + ")."
                 )
+            if section != given and section in data:
+                raise ConfigError(f"Sections [{given}] and [{section}] in {source} are the same section "
+                                  f"([{given}] is the {given} stage's name for [{section}]): keep one of them.")
             if not isinstance(values, Mapping):
                 raise ConfigError(f"Section [{section}] in {source} must be a table of keys, got {values!r}.")
             current = getattr(self, section)

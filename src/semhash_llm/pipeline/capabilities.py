@@ -31,7 +31,7 @@ attribute named with it, which :func:`check_capabilities` verifies once when the
   (AW-MinHash): ``confirmation(rows, threshold)``;
 - ``refers_uncertain`` — it leaves its uncertain pairs in ``referred_`` for a stage that
   adjudicates (the verifier for the judge);
-- ``logs_pairs`` — ``pair_log()`` is a per-pair record written as ``pairs_<stage>.parquet``;
+- ``logs_pairs`` — ``pair_log()`` is a per-pair record written as ``<stage>_pairs.parquet``;
 - ``shuffles_buckets`` — its LSH bucket grouping may run on an engine: it has a ``bucketer``
   attribute the cascade sets to the engine's shuffle.
 """
