@@ -130,3 +130,19 @@ def test_the_cover_check_asks_the_registered_stage_by_its_own_bar() -> None:
     check = CoverCheck({"digitless": stage}, Edges.empty(), 3, PipelineConfig())
     assert check(np.array([1, 2]), np.array([0, 0])).tolist() == [True, False]
     assert check.evidence == {1 * 3 + 0: (DIGITLESS_EDGE_KIND, 1.0)}
+
+
+def test_an_engine_offloads_the_built_in_stages_only() -> None:
+    """Ray workers build stages from their own registry: a stage registered here computes here,
+    even when it offers compute()."""
+    from semhash_llm.config import MinHashConfig
+    from semhash_llm.pipeline.registry import offloadable
+    from semhash_llm.stages.lsh import MinHashLSHStage
+
+    class Computing(DigitlessStage):
+        def compute(self, texts: list[str], normalize: object, shingle: object) -> dict[str, np.ndarray]:
+            return {}
+
+    built = [Computing(), MinHashLSHStage(MinHashConfig())]
+    assert offloadable(built) == ("lsh",)  # type: ignore[arg-type]
+    assert offloadable(built, frozenset({"lsh"})) == ()  # type: ignore[arg-type]

@@ -41,11 +41,11 @@ from semhash_llm.pipeline.checkpoints import Checkpoints, features_not_needed, i
 from semhash_llm.pipeline.decide import decide
 from semhash_llm.pipeline.fragments import held_by_survivor, settle_fragments
 from semhash_llm.pipeline.funnel import StageStats, peak_rss_mb
-from semhash_llm.pipeline.registry import STAGES, StageInfo, configured_stages
+from semhash_llm.pipeline.registry import STAGES, StageInfo, configured_stages, offloadable
 from semhash_llm.pipeline.select import EDGE_KINDS, Selection, select
 from semhash_llm.pipeline.stream import stream
 from semhash_llm.sketch.unionfind import UnionFind
-from semhash_llm.stages.base import ComputesFeatures, DecideContext, DocStatus, Fragments, Stage, StreamBatch
+from semhash_llm.stages.base import DecideContext, DocStatus, Fragments, Stage, StreamBatch
 from semhash_llm.storage.index import IndexPrefix
 from semhash_llm.text.normalize import char_classes, normalize_batch
 from semhash_llm.text.tokenize import tokenize_batch
@@ -201,7 +201,7 @@ class Cascade:
         if skip:
             logger.info("resuming: the features of %s are not computed again (their decisions are kept and no "
                         "step still to run reads them)", ", ".join(sorted(skip)))
-        offload = tuple(st.name for st in stages if isinstance(st, ComputesFeatures) and st.name not in skip)
+        offload = offloadable(stages, skip)
         engine = make_engine(self.config, offload)
         try:
             return self._run(source, stages, engine, offload, ck, skip)

@@ -22,7 +22,7 @@ document removed over an edge of that kind (:mod:`semhash_llm.pipeline.edges`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -30,7 +30,7 @@ from semhash_llm.config import PipelineConfig
 from semhash_llm.pipeline.capabilities import check_capabilities
 from semhash_llm.pipeline.edges import EDGE_RELATIONS
 from semhash_llm.stages.aw import AWMinHashStage
-from semhash_llm.stages.base import Stage
+from semhash_llm.stages.base import ComputesFeatures, Stage
 from semhash_llm.stages.exact import BloomExactStage
 from semhash_llm.stages.lsh import MinHashLSHStage
 from semhash_llm.stages.mgfn import VerifierStage
@@ -38,7 +38,7 @@ from semhash_llm.stages.passages import PassageStage
 from semhash_llm.stages.sph import SPHStage
 
 __all__ = ["StageInfo", "STAGES", "BUILTIN_STAGES", "configured_stages", "stage_names", "stages", "register",
-           "unregister", "registered"]
+           "unregister", "registered", "offloadable"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,16 @@ def configured_stages(config: PipelineConfig) -> list[Stage]:
     for stage in built:
         check_capabilities(stage)
     return built
+
+
+def offloadable(built: Sequence[Stage], skip: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The stages of ``built`` whose features an engine may compute elsewhere: built-in stages
+    that offer ``compute`` (:class:`~semhash_llm.stages.base.ComputesFeatures`), less ``skip``.
+    An engine's workers build the stages from their own registry, which holds the built-in
+    stages only, so a stage registered in this process computes its features here."""
+    builtin = {info.name for info in BUILTIN_STAGES}
+    return tuple(st.name for st in built
+                 if isinstance(st, ComputesFeatures) and st.name not in skip and st.name in builtin)
 
 
 def register(info: StageInfo, *, before: str | None = None, after: str | None = None,
