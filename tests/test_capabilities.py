@@ -26,10 +26,10 @@ class _Checkpoints:
 
 STAGE_SET = [
     _Fake("bloom", Capabilities(claims_documents=True)),
-    _Fake("lsh", Capabilities(reads_features_of=("mgfn",), cover_evidence=True)),
-    _Fake("sph", Capabilities(cover_evidence=True)),
+    _Fake("lsh", Capabilities(reads_features_of=("mgfn",), cover_rank=20)),
+    _Fake("sph", Capabilities(cover_rank=30)),
     _Fake("passages"),
-    _Fake("mgfn", Capabilities(cover_evidence=True)),
+    _Fake("mgfn", Capabilities(cover_rank=90)),
 ]
 
 
@@ -95,10 +95,7 @@ class _Ranked:
         def answer(q: object) -> CoverAnswer:
             out = CoverAnswer.none(q.docs.size)  # type: ignore[attr-defined]
             self.asked.append(int(q.open.sum()))  # type: ignore[attr-defined]
-            out.hit[:] = True
-            out.kind[:] = self.kind
-            out.score[:] = 0.5
-            return out
+            return out.mark(np.arange(out.hit.size), self.kind, 0.5)
 
         return StageCover(answer, {"asked": 1})
 

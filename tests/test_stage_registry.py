@@ -70,7 +70,7 @@ class DigitlessStage:
             for i in np.flatnonzero(q.open).tolist():
                 key = key_of.get(int(q.docs[i]))
                 if key is not None and key == key_of.get(int(q.keepers[i])):
-                    out.hit[i], out.kind[i], out.score[i] = True, DIGITLESS_EDGE_KIND, 1.0
+                    out.mark(np.array([i]), DIGITLESS_EDGE_KIND, 1.0)
             return out
 
         return StageCover(answer)

@@ -14,14 +14,13 @@ attribute named with it, which :func:`check_capabilities` verifies once when the
   pairs, counters, referred pairs), which a checkpoint stores and restores;
 - ``adjudicates`` — it re-decides the verifier's uncertain pairs (the judge), so the verifier
   refers them instead of deciding them alone;
-- ``cover_evidence`` — the cover check before selection reads its streamed features
-  (MinHash or weighted signatures, SPH codes, the verifier's token counts), so on resume they
-  stream again until selection is checkpointed;
 - ``cover_rank`` — it answers the cover check (:meth:`covers`, see
   :mod:`semhash_llm.pipeline.cover`), asked in rank order, lowest first: the estimates on
   signatures (AW-MinHash 10, LSH 20, SPH 30), then the chains of containment edges (rank
   :data:`CONTAINMENT_RANK`, read from the edges themselves), then the stages that read the
-  texts (the verifier 90); ``None``: not asked;
+  texts (the verifier 90); ``None``: not asked. Its answer reads its streamed features
+  (MinHash or weighted signatures, SPH codes, the verifier's token counts), so on resume they
+  stream again until selection is checkpointed (:attr:`Capabilities.cover_evidence`);
 - ``defers_pairs`` — it hands pairs to the verifier: a ``deferred_`` buffer
   (:class:`~semhash_llm.sketch.lsh.Deferred`) and ``counters_`` (``counters_[0]``: pairs it
   proposed), which the verifier reads;
@@ -54,7 +53,6 @@ class Capabilities:
     reads_features_of: tuple[str, ...] = ()
     handoff_fields: tuple[str, ...] = ()
     adjudicates: bool = False
-    cover_evidence: bool = False
     cover_rank: int | None = None
     defers_pairs: bool = False
     offers_deferral: bool = False
@@ -62,6 +60,11 @@ class Capabilities:
     refers_uncertain: bool = False
     logs_pairs: bool = False
     shuffles_buckets: bool = False
+
+    @property
+    def cover_evidence(self) -> bool:
+        """Whether the cover check reads its streamed features: it answers the check."""
+        return self.cover_rank is not None
 
 
 NONE = Capabilities()

@@ -215,7 +215,7 @@ def features_not_needed(stages: Sequence[Stage], ck: Checkpoints | None) -> froz
     Read from each stage's :class:`~semhash_llm.pipeline.capabilities.Capabilities`: a stage's
     decision reads its own features and those of the stages in its ``reads_features_of`` (a
     linking stage: the verifier's deferral and AW-MinHash's confirmation); until the selection is
-    checkpointed, its cover check reads the stages that declare ``cover_evidence``. A stage
+    checkpointed, its cover check reads the stages that answer it (a ``cover_rank``). A stage
     that ``claims_documents`` (Bloom) always streams: the documents it claims are the ones the
     others do not see."""
     if ck is None:

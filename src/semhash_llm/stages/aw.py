@@ -222,7 +222,7 @@ class AWMinHashStage:
 
     name = "aw"
     capabilities = Capabilities(reads_features_of=("mgfn",), handoff_fields=("deferred_", "counters_"),
-                                cover_evidence=True, cover_rank=10, defers_pairs=True, offers_confirmation=True)
+                                cover_rank=10, defers_pairs=True, offers_confirmation=True)
     """Its deferred pairs and proposal count go to the verifier; LSH and SPH confirm on its weighted
     signatures; the cover check asks it first (its weighted estimate, its containment bound)."""
 
@@ -700,10 +700,7 @@ class AWMinHashStage:
                     if jac_k >= cfg.aw.threshold - 1e-9 or held_k >= cfg.select.cover_containment:
                         hit[j] = True
                         score[j] = jac_k
-            out.hit[at[hit]] = True
-            out.kind[at[hit]] = AW_EDGE_KIND
-            out.score[at[hit]] = score[hit]
-            return out
+            return out.mark(at[hit], AW_EDGE_KIND, score[hit])
 
         return StageCover(answer)
 

@@ -351,6 +351,13 @@ class CoverAnswer:
     def none(cls, size: int) -> CoverAnswer:
         return cls(np.zeros(size, np.bool_), np.zeros(size, np.int64), np.full(size, np.nan))
 
+    def mark(self, at: np.ndarray, kind: int, score: np.ndarray | float) -> CoverAnswer:
+        """Cover the query's pairs ``at`` (positions), with the edge kind and score(s) to report."""
+        self.hit[at] = True
+        self.kind[at] = kind
+        self.score[at] = score
+        return self
+
 
 class PairCover(Protocol):
     """A stage's answer to the cover check, built once by its ``covers(ctx)``; ``details`` are

@@ -82,7 +82,7 @@ class MinHashLSHStage:
 
     name = "lsh"
     capabilities = Capabilities(reads_features_of=("aw", "mgfn"), handoff_fields=("deferred_", "counters_"),
-                                cover_evidence=True, cover_rank=20, defers_pairs=True, shuffles_buckets=True)
+                                cover_rank=20, defers_pairs=True, shuffles_buckets=True)
     """Its deferred pairs and proposal count go to the verifier; AW-MinHash confirms its pairs; the
     cover check asks it after AW-MinHash (its Jaccard estimate); an engine may group its buckets."""
 
@@ -244,26 +244,34 @@ class MinHashLSHStage:
         nothing was signed."""
         if not self.num_signed:
             return None
-        sigs, rows = self.signatures()
-        where = np.full(ctx.num_docs, -1, dtype=np.int64)
-        where[rows] = np.arange(rows.size, dtype=np.int64)
+        estimate = self.plain_estimates(ctx)
         bar = ctx.config.minhash.threshold
 
         def answer(q: CoverQuery) -> CoverAnswer:
-            out = CoverAnswer.none(q.docs.size)
+            at, _, _, same = estimate(q)
+            hit = same >= bar - 1e-9
+            return CoverAnswer.none(q.docs.size).mark(at[hit], LSH_EDGE_KIND, same[hit])
+
+        return StageCover(answer)
+
+    def plain_estimates(self, ctx: CoverContext
+                        ) -> Callable[[CoverQuery], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """For the cover check (LSH's and SPH's answers): of a query's open, estimable pairs of two
+        signed documents that AW-MinHash does not confirm, the positions in the query, the two
+        signature rows and the MinHash Jaccard estimate."""
+        sigs, rows = self.signatures()
+        where = np.full(ctx.num_docs, -1, dtype=np.int64)
+        where[rows] = np.arange(rows.size, dtype=np.int64)
+
+        def estimate(q: CoverQuery) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             md, mk = where[q.docs], where[q.keepers]
             both = ((md >= 0) & (mk >= 0) & q.open & q.estimable
                     & ~(ctx.confirmed[q.docs] & ctx.confirmed[q.keepers]))
-            if both.any():
-                at = np.flatnonzero(both)
-                same = (sigs[md[both]] == sigs[mk[both]]).mean(axis=1)
-                hit = same >= bar - 1e-9
-                out.hit[at[hit]] = True
-                out.kind[at[hit]] = LSH_EDGE_KIND
-                out.score[at[hit]] = same[hit]
-            return out
+            at = np.flatnonzero(both)
+            rd, rk = md[at], mk[at]
+            return at, rd, rk, (sigs[rd] == sigs[rk]).mean(axis=1)
 
-        return StageCover(answer)
+        return estimate
 
     def signatures(self) -> tuple[np.ndarray, np.ndarray]:
         """All signatures as one matrix and the global document index of each row."""

@@ -106,7 +106,7 @@ class VerifierStage:
     """Token counts while streaming; deferred pairs verified by MGFN after the linking stages."""
 
     name = "mgfn"
-    capabilities = Capabilities(handoff_fields=("referred_",), cover_evidence=True, cover_rank=90,
+    capabilities = Capabilities(handoff_fields=("referred_",), cover_rank=90,
                                 offers_deferral=True, refers_uncertain=True)
     """It takes the linking stages' pairs of short documents; its uncertain pairs go to the judge;
     the cover check asks it last (it reads the two texts)."""
@@ -330,11 +330,8 @@ class VerifierStage:
                 details["pairs_verified"] += int(ask.size)
                 details["pairs_verifier_accepted"] += int(np.count_nonzero(said))
             accepted = np.array([verdicts[k] for k in keys.tolist()], dtype=np.bool_)
-            hit = rest[accepted]
-            out.hit[hit] = True
-            out.kind[hit] = VERIFIED_EDGE_KIND
-            out.score[hit] = [probs[k] for k in keys[accepted].tolist()]
-            return out
+            scores = np.array([probs[k] for k in keys[accepted].tolist()], dtype=np.float64)
+            return out.mark(rest[accepted], VERIFIED_EDGE_KIND, scores)
 
         return StageCover(answer, details)
 

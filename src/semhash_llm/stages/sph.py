@@ -54,7 +54,7 @@ class SPHStage:
 
     name = "sph"
     capabilities = Capabilities(reads_features_of=("lsh", "aw", "mgfn"), handoff_fields=("deferred_", "counters_"),
-                                cover_evidence=True, cover_rank=30, defers_pairs=True)
+                                cover_rank=30, defers_pairs=True)
     """It reads the MinHash signatures and clusters, AW-MinHash's confirmation and the verifier's deferral; its deferred pairs go to the verifier; the cover check asks it after LSH (its codes within the radius, with the MinHash estimate)."""
 
     def __init__(self, config: SPHConfig) -> None:
@@ -84,27 +84,16 @@ class SPHStage:
         lsh = ctx.stages.get("lsh")
         if not isinstance(lsh, MinHashLSHStage) or not lsh.num_signed:
             return None
-        sigs, rows = lsh.signatures()
         codes = self.codes()
-        if codes.shape[0] != sigs.shape[0]:
+        if codes.shape[0] != lsh.num_signed:
             return None
-        where = np.full(ctx.num_docs, -1, dtype=np.int64)
-        where[rows] = np.arange(rows.size, dtype=np.int64)
+        estimate = lsh.plain_estimates(ctx)
         radius, floor = ctx.config.sph.radius, ctx.config.sph.min_jaccard
 
         def answer(q: CoverQuery) -> CoverAnswer:
-            out = CoverAnswer.none(q.docs.size)
-            md, mk = where[q.docs], where[q.keepers]
-            both = ((md >= 0) & (mk >= 0) & q.open & q.estimable
-                    & ~(ctx.confirmed[q.docs] & ctx.confirmed[q.keepers]))
-            if both.any():
-                at = np.flatnonzero(both)
-                same = (sigs[md[both]] == sigs[mk[both]]).mean(axis=1)
-                hit = (hamming_distance(codes[md[both]], codes[mk[both]]) <= radius) & (same >= floor - 1e-9)
-                out.hit[at[hit]] = True
-                out.kind[at[hit]] = SPH_EDGE_KIND
-                out.score[at[hit]] = same[hit]
-            return out
+            at, rd, rk, same = estimate(q)
+            hit = (hamming_distance(codes[rd], codes[rk]) <= radius) & (same >= floor - 1e-9)
+            return CoverAnswer.none(q.docs.size).mark(at[hit], SPH_EDGE_KIND, same[hit])
 
         return StageCover(answer)
 
